@@ -1,0 +1,54 @@
+//! The command line: `serve | migrate | settle | backfill | seed | openapi`.
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{ApiTokens, Role, Settings};
+use crate::startup::{Application, shutdown_signal};
+use crate::{http, store};
+
+/// Loans, overdue fines, and a nightly settlement that runs once across replicas.
+/// Configured by environment variables (see README).
+#[derive(Debug, Parser)]
+#[command(name = "finesettle", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the HTTP API and run the scheduler (runs migrations first).
+    Serve,
+    /// Create the database if missing and apply the migrations.
+    Migrate,
+    /// Print the OpenAPI document.
+    Openapi,
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Openapi => {
+            println!("{}", http::openapi::document().to_pretty_json()?);
+            Ok(())
+        }
+        Command::Migrate => {
+            let settings = Settings::from_env()?;
+            let pool = store::database::connect(&settings.database_url, 2).await?;
+            store::database::migrate(&pool).await?;
+            tracing::info!("migrations applied");
+            Ok(())
+        }
+        Command::Serve => {
+            let mut settings = Settings::from_env()?;
+            if settings.api_tokens.is_empty() {
+                let token = ApiTokens::generate_token();
+                settings.api_tokens.add(Role::Admin, &token);
+                // Printed once, to stdout, never logged: the operator copies it from here.
+                println!("FINESETTLE_API_TOKENS is empty; generated an admin token for this process:");
+                println!("admin={token}");
+            }
+            let app = Application::build(settings).await?;
+            app.run_until_stopped(shutdown_signal()).await
+        }
+    }
+}

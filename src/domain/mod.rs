@@ -1,0 +1,29 @@
+//! Pure domain rules: no I/O, no clock.
+//!
+//! Everything here is a function of its arguments, so the scheduler, the HTTP layer and the SQL
+//! code can share one definition of "overdue", "fine", "final" and "which dates to settle", and
+//! tests can check those rules exhaustively. Callers pass in business dates (see
+//! [`calendar::business_date`]); nothing here reads a clock.
+//!
+//! - [`calendar`]: month bounds and business dates.
+//! - [`loan`]: loan terms and overdue days.
+//! - [`fine`]: the monthly fine as of a date, and when it is final.
+//! - [`status`]: the fine status machine and ledger entry kinds.
+//! - [`backfill`]: which business dates one fire of the job settles.
+
+pub mod backfill;
+pub mod calendar;
+pub mod fine;
+pub mod loan;
+pub mod status;
+
+#[cfg(test)]
+mod testutil;
+
+pub use backfill::dates_to_settle;
+pub use calendar::{business_date, month_end, month_start, same_month};
+pub use fine::{
+    FineOverflow, MAX_DAILY_FINE_CENTS, MonthlyFine, accrue, final_fine, fine_for_month, is_final, try_fine_for_month,
+};
+pub use loan::{LoanError, LoanTerms};
+pub use status::{FineStatus, LedgerKind, ParseStatusError, can_transition};

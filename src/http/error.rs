@@ -1,0 +1,178 @@
+//! The one error type of the HTTP layer, answered as `application/problem+json` (RFC 9457).
+//!
+//! Handlers return `Result<_, ApiError>` and use `?` on store calls. Client mistakes carry a
+//! message written for the client; internal errors are logged once, here, with their cause, and
+//! the client only ever sees "internal error" and the request id to quote.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// A field that failed validation, named as in the request body or query.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The request could not be read: malformed JSON, a bad path or query parameter.
+    #[error("{0}")]
+    BadRequest(String),
+    /// Well-formed, but some fields are not acceptable.
+    #[error("invalid request: {}", .0.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>().join("; "))]
+    Invalid(Vec<FieldError>),
+    #[error("missing or unknown bearer token")]
+    Unauthorized,
+    #[error("this needs the {0} role")]
+    Forbidden(&'static str),
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// The request conflicts with the current state (book already lent, fine already void...).
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
+    #[error("request body is larger than the limit of 64 KiB")]
+    PayloadTooLarge,
+    #[error("unsupported media type: send application/json")]
+    UnsupportedMediaType,
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+/// The body of every error response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// Always `about:blank`: `code` tells the kind of problem.
+    #[serde(rename = "type")]
+    pub type_: &'static str,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// A stable machine-readable name for the problem, e.g. `book_already_lent`.
+    pub code: String,
+    /// The fields that failed validation (422 only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FieldError>,
+}
+
+impl ApiError {
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError::Invalid(vec![FieldError::new(field, message)])
+    }
+
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::Conflict {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Database(sqlx::Error::PoolTimedOut) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Database(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            ApiError::BadRequest(_) => "malformed_request",
+            ApiError::Invalid(_) => "invalid_fields",
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::Conflict { code, .. } => code,
+            ApiError::PayloadTooLarge => "payload_too_large",
+            ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::Database(sqlx::Error::PoolTimedOut) => "unavailable",
+            ApiError::Database(_) | ApiError::Internal(_) => "internal_error",
+        }
+    }
+
+    pub fn problem(&self) -> Problem {
+        let status = self.status();
+        let detail = match self {
+            // Never echo an internal error: it may name tables, hosts or values.
+            ApiError::Database(sqlx::Error::PoolTimedOut) => "the database is busy; retry shortly".to_owned(),
+            ApiError::Database(_) | ApiError::Internal(_) => {
+                "internal error; quote the x-request-id header when reporting it".to_owned()
+            }
+            other => other.to_string(),
+        };
+        Problem {
+            type_: "about:blank",
+            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            status: status.as_u16(),
+            detail,
+            code: self.code().to_owned(),
+            errors: match self {
+                ApiError::Invalid(errors) => errors.clone(),
+                _ => Vec::new(),
+            },
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            // The one place internal errors are logged; the request span adds the request id.
+            tracing::error!(error = ?self, "request failed");
+        }
+        problem_response(status, self.problem())
+    }
+}
+
+/// Serialises a problem with the `application/problem+json` content type.
+pub fn problem_response(status: StatusCode, problem: Problem) -> Response {
+    let mut response = (status, Json(problem)).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/problem+json"),
+    );
+    if status == StatusCode::UNAUTHORIZED {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+/// Maps a violated database constraint to a client error, by constraint name, the way
+/// realworld-axum-sqlx does: the database is the final judge of uniqueness and state, and the
+/// handler says what a violation means for this request.
+pub trait ResultExt<T> {
+    fn on_constraint(self, name: &str, map: impl FnOnce() -> ApiError) -> Result<T, ApiError>;
+}
+
+impl<T, E: Into<ApiError>> ResultExt<T> for Result<T, E> {
+    fn on_constraint(self, name: &str, map: impl FnOnce() -> ApiError) -> Result<T, ApiError> {
+        self.map_err(|e| match e.into() {
+            ApiError::Database(sqlx::Error::Database(db)) if db.constraint() == Some(name) => map(),
+            other => other,
+        })
+    }
+}

@@ -1,0 +1,106 @@
+//! Axum's extractors, with their rejections turned into problem+json answers.
+//!
+//! Axum answers a bad body with plain text; these wrappers keep every error in one shape and
+//! decide the status: unreadable JSON is 400, JSON of the wrong shape is 422 naming the field, an
+//! oversized body 413.
+
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use super::error::{ApiError, FieldError};
+
+/// `axum::Json` whose rejection is an [`ApiError`].
+#[derive(Debug, Clone, Copy, Default, FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
+pub struct Json<T>(pub T);
+
+impl<T: serde::Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        axum::Json(self.0).into_response()
+    }
+}
+
+/// `axum::extract::Path` whose rejection is an [`ApiError`].
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+pub struct Path<T>(pub T);
+
+/// `axum::extract::Query` whose rejection is an [`ApiError`].
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(ApiError))]
+pub struct Query<T>(pub T);
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        match rejection {
+            JsonRejection::JsonDataError(e) => ApiError::Invalid(vec![field_error(&e.body_text())]),
+            JsonRejection::JsonSyntaxError(_) => ApiError::BadRequest("the body is not valid JSON".to_owned()),
+            JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType,
+            other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge,
+            other => ApiError::BadRequest(other.body_text()),
+        }
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(rejection: PathRejection) -> Self {
+        ApiError::BadRequest(format!(
+            "invalid path parameter: {}",
+            strip_axum_prefix(&rejection.body_text())
+        ))
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> Self {
+        ApiError::BadRequest(format!(
+            "invalid query string: {}",
+            strip_axum_prefix(&rejection.body_text())
+        ))
+    }
+}
+
+/// Turns serde's message ("Failed to deserialize ...: member_id: invalid type: ...") into the
+/// field it names and what was wrong with it.
+fn field_error(text: &str) -> FieldError {
+    let text = strip_axum_prefix(text);
+    if let Some(rest) = text.split("missing field `").nth(1) {
+        let field = rest.split('`').next().unwrap_or_default();
+        return FieldError::new(field, "is required");
+    }
+    match text.split_once(": ") {
+        Some((path, message)) if !path.contains(' ') && path != "." => FieldError::new(path, message),
+        _ => FieldError::new("body", text),
+    }
+}
+
+fn strip_axum_prefix(text: &str) -> &str {
+    text.split_once("target type: ")
+        .map(|(_, rest)| rest)
+        .or_else(|| text.split_once("query string: ").map(|(_, rest)| rest))
+        .unwrap_or(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_the_field_in_a_type_error() {
+        let e = field_error(
+            "Failed to deserialize the JSON body into the target type: member_id: invalid type: string \"x\", expected i64 at line 1 column 17",
+        );
+        assert_eq!(e.field, "member_id");
+        assert!(e.message.starts_with("invalid type"));
+    }
+
+    #[test]
+    fn names_a_missing_field() {
+        let e = field_error(
+            "Failed to deserialize the JSON body into the target type: missing field `due_on` at line 1 column 20",
+        );
+        assert_eq!(e, FieldError::new("due_on", "is required"));
+    }
+}

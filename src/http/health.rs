@@ -1,0 +1,41 @@
+//! Liveness and readiness, outside `/api/v1` and without auth (load balancers call them).
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use serde_json::{Value, json};
+
+use crate::startup::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+}
+
+/// The process is up and serving.
+async fn healthz() -> axum::Json<Value> {
+    axum::Json(json!({ "status": "ok" }))
+}
+
+/// The process can do its work: the database answers (and Redis, when configured).
+async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Value>) {
+    let database = sqlx::query("select 1").execute(&state.pool).await.is_ok();
+    let redis = match &state.redis {
+        None => None,
+        Some(pool) => Some(crate::store::redis::ping(pool).await),
+    };
+    let ready = database && redis.unwrap_or(true);
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = json!({
+        "status": if ready { "ready" } else { "not ready" },
+        "database": if database { "ok" } else { "unreachable" },
+        "redis": redis.map(|ok| if ok { "ok" } else { "unreachable" }),
+    });
+    (status, axum::Json(body))
+}

@@ -1,0 +1,25 @@
+use axum::extract::State;
+
+use super::Member;
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{Json, Path};
+use crate::startup::AppState;
+use crate::store;
+
+/// A member with their current balance.
+#[utoipa::path(
+    get, path = "/{id}", tag = "members",
+    params(("id" = i64, Path, description = "Member id")),
+    responses(
+        (status = 200, description = "The member", body = Member),
+        (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such member", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_member(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Json<Member>, ApiError> {
+    let row = store::members::find(&state.pool, id)
+        .await?
+        .ok_or(ApiError::NotFound("member"))?;
+    Ok(Json(row.into()))
+}

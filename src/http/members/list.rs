@@ -1,0 +1,28 @@
+use axum::extract::State;
+
+use super::Member;
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{Json, Query};
+use crate::http::pagination::{Page, PageParams};
+use crate::startup::AppState;
+use crate::store;
+
+/// Members in registration order.
+#[utoipa::path(
+    get, path = "", tag = "members",
+    params(PageParams),
+    responses(
+        (status = 200, description = "A page of members", body = Page<Member>),
+        (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_members(
+    State(state): State<AppState>,
+    Query(params): Query<PageParams>,
+) -> Result<Json<Page<Member>>, ApiError> {
+    let page = params.validate()?;
+    let rows = store::members::list(&state.pool, page).await?;
+    Ok(Json(Page::from_rows(rows, page, |m| m.id).map(Member::from)))
+}

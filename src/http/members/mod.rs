@@ -1,0 +1,43 @@
+//! `/api/v1/members`: members, their balance, ledger and payments.
+
+mod create;
+mod get;
+mod list;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::startup::AppState;
+use crate::store::members::MemberRow;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create::create_member, list::list_members))
+        .routes(routes!(get::get_member))
+}
+
+/// A member of the library and what they owe.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Member {
+    pub id: i64,
+    pub name: String,
+    pub email: String,
+    /// What the member owes, in cents: the sum of their ledger (negative means credit).
+    pub balance_cents: i64,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<MemberRow> for Member {
+    fn from(row: MemberRow) -> Self {
+        Member {
+            id: row.id,
+            name: row.name,
+            email: row.email,
+            balance_cents: row.balance_cents,
+            created_at: row.created_at,
+        }
+    }
+}

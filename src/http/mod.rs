@@ -1,0 +1,61 @@
+//! The HTTP interface: the router, its middleware, and one folder per resource.
+
+pub mod auth;
+pub mod error;
+pub mod extract;
+mod health;
+pub mod idempotency;
+mod middleware;
+pub mod openapi;
+pub mod pagination;
+pub mod response;
+
+mod members;
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, StatusCode};
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::startup::AppState;
+
+/// Request bodies above this are answered 413 (SPEC §5).
+pub const BODY_LIMIT_BYTES: usize = 64 * 1024;
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Every documented route, with its OpenAPI description. The API document is built from this,
+/// so it cannot drift from the routes.
+pub fn api_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::base_document()).nest("/api/v1/members", members::routes())
+}
+
+/// The whole application: API (behind auth), health, docs, and the middleware stack.
+pub fn router(state: AppState, request_timeout: Duration) -> Router {
+    let (api, document) = api_routes().split_for_parts();
+    let api = api.route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::authorize));
+
+    Router::new()
+        .merge(api)
+        .merge(health::routes())
+        .merge(openapi::docs_routes(document))
+        .fallback(middleware::not_found)
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
+        // Outermost last: the request id is set first, so every log line of the request has it.
+        .layer(axum::middleware::from_fn(middleware::problem_for_bare_errors))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            request_timeout,
+        ))
+        .layer(CatchPanicLayer::custom(middleware::panic_to_problem))
+        .layer(TraceLayer::new_for_http().make_span_with(middleware::request_span))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+}

@@ -1,0 +1,13 @@
+//! finesettle: lending-library fines with a nightly settlement job that runs once across replicas.
+//!
+//! The job's path reads in one direction: `schedule` fires, `lock` grants a lease and a fencing
+//! token, `settlement` walks the missing dates and writes through `store` with that token, and
+//! `telemetry` reports it. `domain` holds the pure rules and knows none of them.
+pub mod cli;
+pub mod config;
+pub mod domain;
+pub mod http;
+pub mod schedule;
+pub mod startup;
+pub mod store;
+pub mod telemetry;

@@ -1,0 +1,51 @@
+//! Connecting, creating the database when missing, and running the migrations.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection, PgConnection, PgPool};
+
+/// The migrations under `migrations/`, embedded in the binary.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// Opens a pool on `database_url`, creating the database first when it does not exist.
+pub async fn connect(database_url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
+    let options = PgConnectOptions::from_str(database_url)?;
+    create_database_if_missing(&options).await?;
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_with(options)
+        .await?;
+    Ok(pool)
+}
+
+/// Brings the schema up to date. Safe to run from several replicas at once: sqlx takes an
+/// advisory lock around the migrations.
+pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
+    MIGRATOR.run(pool).await?;
+    Ok(())
+}
+
+async fn create_database_if_missing(options: &PgConnectOptions) -> anyhow::Result<()> {
+    let name = options.get_database().unwrap_or("postgres").to_owned();
+    let maintenance = options.clone().database("postgres");
+    let mut conn = PgConnection::connect_with(&maintenance).await?;
+    let exists: bool = sqlx::query_scalar("select exists (select 1 from pg_database where datname = $1)")
+        .bind(&name)
+        .fetch_one(&mut conn)
+        .await?;
+    if !exists {
+        // Identifiers cannot be bound; quote it. Two replicas racing here: one wins, the other's
+        // duplicate_database error is harmless.
+        let sql = format!("create database \"{}\"", name.replace('"', "\"\""));
+        match sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await {
+            Ok(_) => tracing::info!(database.name = %name, "created the database"),
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P04") => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    conn.close().await?;
+    Ok(())
+}

@@ -1,0 +1,25 @@
+//! Storage: sqlx queries grouped by table or aggregate.
+//!
+//! Functions take an executor (a pool, or a transaction the caller opened), so the caller decides
+//! what commits together. SQL is checked at compile time against the schema (`sqlx::query!`, with
+//! the `.sqlx/` data committed for offline builds).
+
+pub mod clock;
+pub mod database;
+pub mod members;
+
+/// A validated page request: the rows after id `after`, at most `limit` of them.
+#[derive(Debug, Clone, Copy)]
+pub struct PageRequest {
+    pub after: i64,
+    pub limit: i64,
+}
+
+impl PageRequest {
+    /// Rows to fetch: one more than the page, to know whether another page follows.
+    pub fn fetch(&self) -> i64 {
+        self.limit + 1
+    }
+}
+pub mod idempotency;
+pub mod redis;
