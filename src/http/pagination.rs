@@ -62,6 +62,16 @@ impl<T> Page<T> {
     }
 }
 
+impl<T> Page<T> {
+    /// The same page with each item converted (row type to API type).
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            items: self.items.into_iter().map(f).collect(),
+            next_cursor: self.next_cursor,
+        }
+    }
+}
+
 /// Cursors are the last id seen, prefixed so that clients do not mistake them for ids.
 fn encode_cursor(id: i64) -> String {
     format!("c{id}")
