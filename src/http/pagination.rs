@@ -123,13 +123,3 @@ mod tests {
         assert_eq!(page.next_cursor.as_deref(), Some("c2"));
     }
 }
-
-impl<T> Page<T> {
-    /// The same page with each item converted (row type to API type).
-    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
-        Page {
-            items: self.items.into_iter().map(f).collect(),
-            next_cursor: self.next_cursor,
-        }
-    }
-}

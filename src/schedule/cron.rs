@@ -1,13 +1,13 @@
 //! Cron schedules evaluated on the wall clock of a business time zone.
 //!
 //! Expressions have six fields with seconds first (`sec min hour day-of-month month day-of-week`,
-//! e.g. `0 0 2 * * *`) or seven with a trailing year. Five-field (minute-first) expressions are
-//! rejected rather than guessed at, because `0 2 * * *` means "02:00" to classic cron but
-//! "00:02:00 of every hour-2 … " to a seconds-first reader. Field syntax is croner's: `*`, `?`,
-//! lists, ranges, steps, `L`, `W`, `#`, `JAN`-`DEC`, `SUN`-`SAT` (0-6 = Sunday-Saturday, 7 =
-//! Sunday). When both day-of-month and day-of-week are restricted, a day matching *either*
-//! fires (classic cron, croner's default) — unlike tokio-cron-scheduler's own jobs, which
-//! require both.
+//! e.g. `0 0 2 * * *`) or seven with a trailing year. Five-field expressions are rejected rather
+//! than guessed at: `0 2 * * *` is 02:00 to classic cron but a malformed seconds-first
+//! expression to us and to tokio-cron-scheduler, and a guess either way can move the nightly run
+//! by hours. Field syntax is croner's: `*`, lists, ranges, steps, `?`/`L`/`W` in day-of-month,
+//! `#`/`L` in day-of-week, `JAN`-`DEC`, `SUN`-`SAT` (0-6 = Sunday-Saturday, 7 = Sunday). When
+//! both day-of-month and day-of-week are restricted, a day matching *either* fires (classic
+//! cron, croner's default), unlike tokio-cron-scheduler's own cron jobs, which require both.
 //!
 //! # Daylight saving time
 //!
@@ -27,7 +27,7 @@
 //!     `2026-11-01T05:30:00Z` only, never at 01:30 EST (`06:30Z`). `0 30 2 * * *` is after the
 //!     repeated hour: `2026-11-01T07:30:00Z` (02:30 EST).
 //!   - So a daily wall-clock expression fires exactly once per local date.
-//! * **Interval** expressions — any of second, minute, hour uses `*`, `?`, a range or a step
+//! * **Interval** expressions — any of second, minute, hour uses `*`, a range or a step
 //!   (`*/1 * * * * *`, `0 */20 1 * * *`): they follow elapsed time. A local time inside a gap
 //!   never happens and is skipped; a repeated local time fires in both passes (so
 //!   `*/1 * * * * *` fires every real second straight through both changes, and
@@ -137,9 +137,7 @@ impl CronSchedule {
         match fields.len() {
             6 | 7 => {}
             5 => {
-                return Err(ScheduleError::FiveFields {
-                    expr: expr.to_owned(),
-                });
+                return Err(ScheduleError::FiveFields { expr: expr.to_owned() });
             }
             n => {
                 return Err(ScheduleError::FieldCount {
@@ -160,9 +158,7 @@ impl CronSchedule {
         // whole search range on every call.
         let epoch = DateTime::<Utc>::UNIX_EPOCH;
         if cron.find_next_occurrence(&epoch, true).is_err() {
-            return Err(ScheduleError::NeverMatches {
-                expr: expr.to_owned(),
-            });
+            return Err(ScheduleError::NeverMatches { expr: expr.to_owned() });
         }
         let wall_clock = fields[..3]
             .iter()
@@ -209,8 +205,7 @@ impl CronSchedule {
     ///
     /// Searches backwards, so it costs the same for a daily as for a per-second schedule.
     pub fn latest_at_or_before(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        self.latest_at_or_before_secs(at.timestamp())
-            .and_then(to_utc)
+        self.latest_at_or_before_secs(at.timestamp()).and_then(to_utc)
     }
 
     /// Slots in `(from_exclusive, to_inclusive]`, oldest first, at most `limit` of them.
@@ -247,6 +242,10 @@ impl CronSchedule {
         let mut cursor = after;
         for _ in 0..MAX_STEPS {
             let start = cursor.checked_add(1)?;
+            // A gap ending exactly at `start` fires at `start`, before any natural slot.
+            if self.wall_clock && self.gap_has_match(start) {
+                return Some(start);
+            }
             let o = self.offset(start);
             let natural = self.naive_next(start.checked_add(o)?).map(|n| n - o);
             let horizon = natural.unwrap_or(start.saturating_add(NO_MATCH_HORIZON_SECS));
@@ -258,11 +257,8 @@ impl CronSchedule {
                 }
                 return Some(s);
             }
-            let change = change?;
-            if self.wall_clock && self.gap_has_match(change) {
-                return Some(change);
-            }
-            cursor = change - 1;
+            // Continue in the next period; its first iteration handles a gap at its start.
+            cursor = change? - 1;
         }
         None
     }
@@ -295,12 +291,7 @@ impl CronSchedule {
         let naive = DateTime::from_timestamp(t, 0)
             .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
             .naive_utc();
-        i64::from(
-            self.tz
-                .offset_from_utc_datetime(&naive)
-                .fix()
-                .local_minus_utc(),
-        )
+        i64::from(self.tz.offset_from_utc_datetime(&naive).fix().local_minus_utc())
     }
 
     /// First naive local second `>= local` matching the fields (as seconds since the epoch of
@@ -349,8 +340,7 @@ impl CronSchedule {
             return false;
         }
         // The local times [change + before, change + after) do not exist.
-        self.naive_next(change + before)
-            .is_some_and(|n| n < change + after)
+        self.naive_next(change + before).is_some_and(|n| n < change + after)
     }
 
     /// First instant in `(from, until]` whose offset differs from the offset at `from`.
@@ -435,9 +425,7 @@ mod tests {
     }
 
     fn strs(v: &[DateTime<Utc>]) -> Vec<String> {
-        v.iter()
-            .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-            .collect()
+        v.iter().map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string()).collect()
     }
 
     // --- parsing ------------------------------------------------------------------------
@@ -468,17 +456,11 @@ mod tests {
     fn rejects_other_field_counts_and_bad_fields() {
         for bad in ["", "@daily", "* * * *", "0 0 0 * * * 2030 1"] {
             let err = CronSchedule::parse(bad, Shanghai).unwrap_err();
-            assert!(
-                matches!(err, ScheduleError::FieldCount { .. }),
-                "{bad:?}: {err:?}"
-            );
+            assert!(matches!(err, ScheduleError::FieldCount { .. }), "{bad:?}: {err:?}");
         }
         for bad in ["0 0 25 * * *", "0 61 2 * * *", "x 0 2 * * *", "0 0 2 * 13 *"] {
             let err = CronSchedule::parse(bad, Shanghai).unwrap_err();
-            assert!(
-                matches!(err, ScheduleError::Invalid { .. }),
-                "{bad:?}: {err:?}"
-            );
+            assert!(matches!(err, ScheduleError::Invalid { .. }), "{bad:?}: {err:?}");
         }
     }
 
@@ -493,7 +475,7 @@ mod tests {
         for e in ["0 0 2 * * *", "0 30 1,13 * * *", "0 0 2 1 * MON", "00 00 02 * * * 2030"] {
             assert!(sched(e, New_York).wall_clock, "{e}");
         }
-        for e in ["*/1 * * * * *", "0 */20 1 * * *", "0 0 1-3 * * *", "? 0 2 * * *"] {
+        for e in ["*/1 * * * * *", "0 */20 1 * * *", "0 0 1-3 * * *", "0 0-59/30 2 * * *"] {
             assert!(!sched(e, New_York).wall_clock, "{e}");
         }
     }
@@ -546,28 +528,13 @@ mod tests {
     fn settle_target_is_the_previous_local_date() {
         let d = |s: &str| s.parse::<NaiveDate>().unwrap();
         // 02:00 Shanghai on 2026-03-02 is 18:00Z on 2026-03-01 and settles 2026-03-01.
-        assert_eq!(
-            settle_target(utc("2026-03-01T18:00:00Z"), Shanghai),
-            d("2026-03-01")
-        );
-        assert_eq!(
-            settle_target(utc("2026-01-01T15:59:59Z"), Shanghai),
-            d("2025-12-31")
-        );
-        assert_eq!(
-            settle_target(utc("2026-01-01T16:00:00Z"), Shanghai),
-            d("2026-01-01")
-        );
+        assert_eq!(settle_target(utc("2026-03-01T18:00:00Z"), Shanghai), d("2026-03-01"));
+        assert_eq!(settle_target(utc("2026-01-01T15:59:59Z"), Shanghai), d("2025-12-31"));
+        assert_eq!(settle_target(utc("2026-01-01T16:00:00Z"), Shanghai), d("2026-01-01"));
         // New York, the gap-day fire at 03:00 EDT still settles the previous date.
-        assert_eq!(
-            settle_target(utc("2026-03-08T07:00:00Z"), New_York),
-            d("2026-03-07")
-        );
+        assert_eq!(settle_target(utc("2026-03-08T07:00:00Z"), New_York), d("2026-03-07"));
         // Across a year boundary and a leap day.
-        assert_eq!(
-            settle_target(utc("2028-02-29T18:00:00Z"), Shanghai),
-            d("2028-02-29")
-        );
+        assert_eq!(settle_target(utc("2028-02-29T18:00:00Z"), Shanghai), d("2028-02-29"));
     }
 
     // --- New York: DST ---------------------------------------------------------------------
@@ -645,10 +612,7 @@ mod tests {
             "2026-11-01T07:30:00Z", // 02:30 EST, after the repeated hour
             "2026-11-02T07:30:00Z", // 02:30 EST
         ];
-        assert_eq!(
-            strs(&s.upcoming(utc("2026-10-31T00:00:00Z"), 3)),
-            expected
-        );
+        assert_eq!(strs(&s.upcoming(utc("2026-10-31T00:00:00Z"), 3)), expected);
         assert_eq!(
             strs(&croner_chain("0 30 2 * * *", New_York, "2026-10-31T00:00:00Z", 3)),
             expected
@@ -663,10 +627,7 @@ mod tests {
             "2026-11-01T05:30:00Z", // 01:30 EDT, first pass; 01:30 EST (06:30Z) does not fire
             "2026-11-02T06:30:00Z", // 01:30 EST
         ];
-        assert_eq!(
-            strs(&s.upcoming(utc("2026-10-31T00:00:00Z"), 3)),
-            expected
-        );
+        assert_eq!(strs(&s.upcoming(utc("2026-10-31T00:00:00Z"), 3)), expected);
         assert_eq!(
             strs(&croner_chain("0 30 1 * * *", New_York, "2026-10-31T00:00:00Z", 3)),
             expected
@@ -674,10 +635,7 @@ mod tests {
         // From inside the second pass, the next fire is tomorrow — croner answers 05:30Z here,
         // an instant *before* its input, which we do not.
         let second_pass = utc("2026-11-01T06:10:00Z");
-        assert_eq!(
-            s.next_after(second_pass),
-            Some(utc("2026-11-02T06:30:00Z"))
-        );
+        assert_eq!(s.next_after(second_pass), Some(utc("2026-11-02T06:30:00Z")));
         let croner_answer = croner_chain("0 30 1 * * *", New_York, "2026-11-01T06:10:00Z", 1);
         assert_eq!(croner_answer, [utc("2026-11-01T05:30:00Z")]);
         // Backwards: the 01:30 EST second pass is not a slot.
@@ -699,11 +657,7 @@ mod tests {
             Some(utc("2026-10-31T05:30:00Z"))
         );
         // Exactly one slot on the local date 2026-11-01.
-        let day = s.slots_between(
-            utc("2026-11-01T04:00:00Z"),
-            utc("2026-11-02T04:59:59Z"),
-            100,
-        );
+        let day = s.slots_between(utc("2026-11-01T04:00:00Z"), utc("2026-11-02T04:59:59Z"), 100);
         assert_eq!(strs(&day), ["2026-11-01T05:30:00Z"]);
     }
 
@@ -712,21 +666,13 @@ mod tests {
         // croner calls this an interval job and would fire 01:30 twice on fall-back day.
         let s = sched("0 30 1,13 * * *", New_York);
         assert_eq!(
-            strs(&s.slots_between(
-                utc("2026-11-01T04:00:00Z"),
-                utc("2026-11-02T04:00:00Z"),
-                100
-            )),
+            strs(&s.slots_between(utc("2026-11-01T04:00:00Z"), utc("2026-11-02T04:00:00Z"), 100)),
             ["2026-11-01T05:30:00Z", "2026-11-01T18:30:00Z"]
         );
         // Two listed times in the gap collapse into one fire at its end.
         let s = sched("0 0,30 2 * * *", New_York);
         assert_eq!(
-            strs(&s.slots_between(
-                utc("2026-03-08T05:00:00Z"),
-                utc("2026-03-09T05:00:00Z"),
-                100
-            )),
+            strs(&s.slots_between(utc("2026-03-08T05:00:00Z"), utc("2026-03-09T05:00:00Z"), 100)),
             ["2026-03-08T07:00:00Z"]
         );
     }
@@ -757,11 +703,7 @@ mod tests {
 
         let s = sched("0 */20 1 * * *", New_York);
         assert_eq!(
-            strs(&s.slots_between(
-                utc("2026-11-01T04:00:00Z"),
-                utc("2026-11-01T08:00:00Z"),
-                100
-            )),
+            strs(&s.slots_between(utc("2026-11-01T04:00:00Z"), utc("2026-11-01T08:00:00Z"), 100)),
             [
                 "2026-11-01T05:00:00Z",
                 "2026-11-01T05:20:00Z",
@@ -774,16 +716,8 @@ mod tests {
         // The 02:xx local times do not exist on spring-forward day: skipped.
         let s = sched("0 */20 2 * * *", New_York);
         assert_eq!(
-            strs(&s.slots_between(
-                utc("2026-03-07T12:00:00Z"),
-                utc("2026-03-09T12:00:00Z"),
-                100
-            )),
-            [
-                "2026-03-09T06:00:00Z",
-                "2026-03-09T06:20:00Z",
-                "2026-03-09T06:40:00Z",
-            ]
+            strs(&s.slots_between(utc("2026-03-07T12:00:00Z"), utc("2026-03-09T12:00:00Z"), 100)),
+            ["2026-03-09T06:00:00Z", "2026-03-09T06:20:00Z", "2026-03-09T06:40:00Z",]
         );
     }
 
@@ -811,10 +745,7 @@ mod tests {
         let s = sched("0 0 2 * * *", Shanghai);
         let slot = utc("2026-05-01T18:00:00Z");
         assert_eq!(s.latest_at_or_before(slot), Some(slot));
-        assert_eq!(
-            s.latest_at_or_before(slot + TimeDelta::milliseconds(999)),
-            Some(slot)
-        );
+        assert_eq!(s.latest_at_or_before(slot + TimeDelta::milliseconds(999)), Some(slot));
         assert_eq!(
             s.latest_at_or_before(slot - TimeDelta::seconds(1)),
             Some(utc("2026-04-30T18:00:00Z"))
@@ -823,10 +754,7 @@ mod tests {
             s.latest_at_or_before(slot - TimeDelta::nanoseconds(1)),
             Some(utc("2026-04-30T18:00:00Z"))
         );
-        assert_eq!(
-            s.latest_at_or_before(utc("2026-05-02T17:59:59Z")),
-            Some(slot)
-        );
+        assert_eq!(s.latest_at_or_before(utc("2026-05-02T17:59:59Z")), Some(slot));
         // Sparse schedules are still found quickly, and "never before" is None.
         let leap = sched("0 0 12 29 2 *", chrono_tz::UTC);
         assert_eq!(
@@ -858,6 +786,44 @@ mod tests {
         assert!(s.slots_between(a, c, 0).is_empty());
         // Empty and reversed ranges.
         assert!(s.slots_between(c, a, 10).is_empty());
+    }
+
+    #[test]
+    fn new_york_daily_fires_once_per_local_date_all_year() {
+        for expr in ["0 30 1 * * *", "0 30 2 * * *", "0 0 2 * * *", "0 0 0 * * *"] {
+            let s = sched(expr, New_York);
+            let slots = s.upcoming(utc("2026-01-01T12:00:00Z"), 730);
+            for w in slots.windows(2) {
+                assert_eq!(
+                    local(w[1], New_York).date(),
+                    local(w[0], New_York).date().succ_opt().unwrap(),
+                    "{expr}: {} then {}",
+                    w[0],
+                    w[1]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn forward_and_backward_searches_agree_over_a_year() {
+        for expr in ["0 30 1 * * *", "0 30 2 * * *", "0 0,30 1,2 * * *", "0 */20 1,2 * * *"] {
+            let s = sched(expr, New_York);
+            let mut t = utc("2026-01-01T00:00:00Z");
+            while t < utc("2027-01-01T00:00:00Z") {
+                let next = s.next_after(t).unwrap();
+                let latest = s.latest_at_or_before(t).unwrap();
+                assert!(latest <= t && t < next, "{expr} at {t}");
+                assert_eq!(s.next_after(latest), Some(next), "{expr} at {t}");
+                assert_eq!(s.latest_at_or_before(next), Some(next), "{expr} at {t}");
+                assert_eq!(
+                    s.latest_at_or_before(next - TimeDelta::seconds(1)),
+                    Some(latest),
+                    "{expr} at {t}"
+                );
+                t += TimeDelta::minutes(7 * 60 + 13);
+            }
+        }
     }
 
     // --- a brute-force oracle --------------------------------------------------------------

@@ -67,12 +67,11 @@ impl Ticker {
         F: Fn(DateTime<Utc>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let first =
-            schedule
-                .next_after(Utc::now())
-                .ok_or_else(|| ScheduleError::NoUpcomingSlot {
-                    expr: schedule.expr().to_owned(),
-                })?;
+        let first = schedule
+            .next_after(Utc::now())
+            .ok_or_else(|| ScheduleError::NoUpcomingSlot {
+                expr: schedule.expr().to_owned(),
+            })?;
         let scheduler = JobScheduler::new()
             .await
             .map_err(|e| ScheduleError::Scheduler(e.to_string()))?;
@@ -205,11 +204,7 @@ impl Driver {
 
 /// Which slot to fire when the wake-up for `armed` happens at `now`: the latest slot that has
 /// passed, and how many earlier slots (starting with `armed`) that skips.
-fn resolve_fire(
-    schedule: &CronSchedule,
-    armed: DateTime<Utc>,
-    now: DateTime<Utc>,
-) -> (DateTime<Utc>, usize) {
+fn resolve_fire(schedule: &CronSchedule, armed: DateTime<Utc>, now: DateTime<Utc>) -> (DateTime<Utc>, usize) {
     match schedule.latest_at_or_before(now) {
         Some(latest) if latest > armed => {
             // Slots in [armed, latest) = slots in (armed, latest].
@@ -221,11 +216,7 @@ fn resolve_fire(
 }
 
 /// Asks tokio-cron-scheduler for a one-shot wake-up at `slot`; falls back to a tokio timer.
-async fn arm(
-    scheduler: &JobScheduler,
-    slot: DateTime<Utc>,
-    tx: &mpsc::UnboundedSender<DateTime<Utc>>,
-) -> Option<Uuid> {
+async fn arm(scheduler: &JobScheduler, slot: DateTime<Utc>, tx: &mpsc::UnboundedSender<DateTime<Utc>>) -> Option<Uuid> {
     let delay = (slot - Utc::now()).to_std().unwrap_or_default();
     let sender = tx.clone();
     let job = Job::new_one_shot_at_instant_async(Instant::now() + delay, move |_id, _sched| {
@@ -295,10 +286,7 @@ mod tests {
             (armed, 0)
         );
         // Woken early (should not happen after the wait): still the armed slot.
-        assert_eq!(
-            resolve_fire(&s, armed, armed - TimeDelta::seconds(5)),
-            (armed, 0)
-        );
+        assert_eq!(resolve_fire(&s, armed, armed - TimeDelta::seconds(5)), (armed, 0));
     }
 
     #[test]
@@ -341,10 +329,7 @@ mod tests {
         }
         for w in seen.windows(2) {
             assert!(w[1].0 > w[0].0, "slots not increasing: {seen:?}");
-            assert!(
-                w[1].0 - w[0].0 <= TimeDelta::seconds(2),
-                "gap in slots: {seen:?}"
-            );
+            assert!(w[1].0 - w[0].0 <= TimeDelta::seconds(2), "gap in slots: {seen:?}");
         }
         // Nothing fires after cancellation.
         tokio::time::sleep(StdDuration::from_millis(2_200)).await;
@@ -372,12 +357,7 @@ mod tests {
         let calls = Arc::new(AtomicUsize::new(0));
         let running = Arc::new(AtomicUsize::new(0));
         let max_running = Arc::new(AtomicUsize::new(0));
-        let (c, r, m, s) = (
-            calls.clone(),
-            running.clone(),
-            max_running.clone(),
-            stop.clone(),
-        );
+        let (c, r, m, s) = (calls.clone(), running.clone(), max_running.clone(), stop.clone());
         let ticker = Ticker::start(every_second(), stop.clone(), move |_slot| {
             c.fetch_add(1, Ordering::SeqCst);
             let now_running = r.fetch_add(1, Ordering::SeqCst) + 1;
@@ -411,9 +391,6 @@ mod tests {
         let err = Ticker::start(past, CancellationToken::new(), |_| async {})
             .await
             .unwrap_err();
-        assert!(
-            matches!(err, ScheduleError::NoUpcomingSlot { .. }),
-            "{err:?}"
-        );
+        assert!(matches!(err, ScheduleError::NoUpcomingSlot { .. }), "{err:?}");
     }
 }
