@@ -36,7 +36,8 @@ const SKIP_COUNT_CAP: usize = 100_000;
 /// Bound on waiting for tokio-cron-scheduler to drop the pending job at shutdown.
 const REMOVE_TIMEOUT: StdDuration = StdDuration::from_secs(2);
 
-/// A running fire loop. Dropping it stops new fires; [`Ticker::shutdown`] also waits for them.
+/// A running fire loop. Dropping it stops new fires; [`Ticker::shutdown`] also waits for the
+/// calls in flight.
 pub struct Ticker {
     /// Cancels the loop's own token (a child of the caller's) when dropped.
     guard: DropGuard,
@@ -107,10 +108,10 @@ impl Ticker {
 
     /// Stops firing (no new fires) and shuts the underlying scheduler down.
     ///
-    /// Then waits for `on_fire` calls already running: they received the caller's `stop`
-    /// token's child cancellation only if they watch `stop` themselves, so a call that ignores
-    /// cancellation delays this until it finishes. Waiting means a process exits only after
-    /// its current run has wound down (finished or abandoned cleanly, lock released).
+    /// Then waits for `on_fire` calls already in flight. They are not cancelled here: a call
+    /// should watch the caller's `stop` token to wind down, or this waits until it finishes.
+    /// Waiting lets a process exit only after its current run has finished or been abandoned
+    /// cleanly (lock released), instead of being dropped mid-write with the runtime.
     pub async fn shutdown(self) {
         let Self { guard, driver } = self;
         drop(guard);
