@@ -46,6 +46,9 @@ pub struct Settings {
     pub scheduler_enabled: bool,
     /// Upper bound on the time one HTTP request may take before it is answered 408.
     pub request_timeout: Duration,
+    /// On SIGTERM, how long a running settlement may take to finish its current date before it
+    /// abandons it (rolled back, recorded FAILED, redone by the next fire).
+    pub shutdown_grace: Duration,
     pub db_max_connections: u32,
 }
 
@@ -134,6 +137,7 @@ impl Settings {
             alert_webhook: env.optional_string("FINESETTLE_ALERT_WEBHOOK"),
             scheduler_enabled: env.parse("FINESETTLE_SCHEDULER_ENABLED", "true", "true or false")?,
             request_timeout: env.duration("FINESETTLE_REQUEST_TIMEOUT", "30s")?,
+            shutdown_grace: env.duration("FINESETTLE_SHUTDOWN_GRACE", "30s")?,
             db_max_connections: env.ranged("FINESETTLE_DB_MAX_CONNECTIONS", 16, 2, 1000)?,
         })
     }

@@ -5,16 +5,35 @@
 //! oversized body 413.
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts};
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
 
 use super::error::{ApiError, FieldError};
 
-/// `axum::Json` whose rejection is an [`ApiError`].
-#[derive(Debug, Clone, Copy, Default, FromRequest)]
-#[from_request(via(axum::Json), rejection(ApiError))]
+/// A JSON request body (or response), whose rejection is an [`ApiError`].
+///
+/// The body must be a JSON *object*: serde's derived structs would also accept an array of the
+/// fields in order (`["Ada", "ada@example.org"]`), which no client means to send.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Json<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let axum::Json(value) = axum::Json::<serde_json::Value>::from_request(request, state).await?;
+        if !value.is_object() {
+            return Err(ApiError::invalid("body", "must be a JSON object"));
+        }
+        serde_path_to_error::deserialize(value).map(Json).map_err(|error| {
+            let path = error.path().to_string();
+            let message = error.into_inner().to_string();
+            ApiError::Invalid(vec![field_error(&format!("{path}: {message}"))])
+        })
+    }
+}
 
 impl<T: serde::Serialize> IntoResponse for Json<T> {
     fn into_response(self) -> Response {

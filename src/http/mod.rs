@@ -5,11 +5,16 @@ pub mod error;
 pub mod extract;
 mod health;
 pub mod idempotency;
+mod metrics;
 mod middleware;
 pub mod openapi;
 pub mod pagination;
 pub mod response;
 
+mod alerts;
+mod books;
+mod fines;
+mod loans;
 mod members;
 
 use std::time::Duration;
@@ -33,7 +38,12 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// Every documented route, with its OpenAPI description. The API document is built from this,
 /// so it cannot drift from the routes.
 pub fn api_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(openapi::base_document()).nest("/api/v1/members", members::routes())
+    OpenApiRouter::with_openapi(openapi::base_document())
+        .nest("/api/v1/members", members::routes())
+        .nest("/api/v1/books", books::routes())
+        .nest("/api/v1/loans", loans::routes())
+        .nest("/api/v1/fines", fines::routes())
+        .nest("/api/v1/alerts", alerts::routes())
 }
 
 /// The whole application: API (behind auth), health, docs, and the middleware stack.
@@ -58,4 +68,5 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .layer(TraceLayer::new_for_http().make_span_with(middleware::request_span))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .layer(axum::middleware::from_fn(metrics::record))
 }

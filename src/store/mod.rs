@@ -4,8 +4,15 @@
 //! what commits together. SQL is checked at compile time against the schema (`sqlx::query!`, with
 //! the `.sqlx/` data committed for offline builds).
 
+pub mod alerts;
+pub mod attempts;
+pub mod books;
 pub mod clock;
 pub mod database;
+pub mod executions;
+pub mod fines;
+pub mod ledger;
+pub mod loans;
 pub mod members;
 
 /// A validated page request: the rows after id `after`, at most `limit` of them.

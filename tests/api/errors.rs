@@ -82,3 +82,12 @@ async fn a_body_over_64_kib_is_413() {
     .problem(413);
     assert_eq!(app.row_counts().await, before);
 }
+
+#[tokio::test]
+async fn a_json_array_in_place_of_an_object_is_422() {
+    let app = spawn_app().await;
+    let before = app.row_counts().await;
+    let reply = app.post("/api/v1/members", json!(["Ada", "ada@example.org"])).await;
+    assert_eq!(reply.invalid_fields(), ["body"]);
+    assert_eq!(app.row_counts().await, before);
+}

@@ -3,6 +3,11 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod books;
 mod errors;
+mod fines;
 mod health;
+mod ledger;
+mod loans;
 mod members;
+mod openapi;

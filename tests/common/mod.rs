@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod database;
+pub mod fixtures;
 
 use std::time::Duration;
 
@@ -199,6 +200,41 @@ impl TestApp {
             .await
             .ok(201)
             .clone()
+    }
+
+    /// Lends `book_id` to `member_id` from today until `due_on`; returns the loan.
+    pub async fn create_loan(&self, member_id: i64, book_id: i64, due_on: chrono::NaiveDate) -> Value {
+        let body = serde_json::json!({ "member_id": member_id, "book_id": book_id, "due_on": due_on });
+        self.post("/api/v1/loans", body).await.ok(201).clone()
+    }
+
+    /// Lends `book_id` to `member_id` from `borrowed_on` (a past date makes an overdue loan).
+    pub async fn create_loan_from(
+        &self,
+        member_id: i64,
+        book_id: i64,
+        borrowed_on: chrono::NaiveDate,
+        due_on: chrono::NaiveDate,
+    ) -> Value {
+        let body = serde_json::json!({
+            "member_id": member_id, "book_id": book_id, "borrowed_on": borrowed_on, "due_on": due_on,
+        });
+        self.post("/api/v1/loans", body).await.ok(201).clone()
+    }
+
+    /// Returns a loan now; returns the returned loan.
+    pub async fn return_loan(&self, loan_id: i64) -> Value {
+        self.post(&format!("/api/v1/loans/{loan_id}/return"), serde_json::json!({}))
+            .await
+            .ok(200)
+            .clone()
+    }
+
+    /// Today's business date by the database clock, as the service sees it.
+    pub async fn today(&self) -> chrono::NaiveDate {
+        finesettle::store::clock::business_today(&self.pool, self.settings.business_tz)
+            .await
+            .unwrap()
     }
 
     /// Row counts of every business table, to assert that a refused request changed nothing.

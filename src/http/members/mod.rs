@@ -2,7 +2,9 @@
 
 mod create;
 mod get;
+mod ledger;
 mod list;
+mod payments;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -17,6 +19,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create::create_member, list::list_members))
         .routes(routes!(get::get_member))
+        .routes(routes!(ledger::member_ledger))
+        .routes(routes!(payments::create_payment))
 }
 
 /// A member of the library and what they owe.

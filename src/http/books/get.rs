@@ -1,0 +1,26 @@
+use axum::extract::State;
+
+use super::Book;
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{Json, Path};
+use crate::startup::AppState;
+use crate::store;
+
+/// A book copy, and whether it is on loan.
+#[utoipa::path(
+    get, path = "/{id}", tag = "books",
+    params(("id" = i64, Path, description = "Book id")),
+    responses(
+        (status = 200, description = "The book", body = Book),
+        (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such book", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_book(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Json<Book>, ApiError> {
+    let row = store::books::find(&state.pool, id)
+        .await?
+        .ok_or(ApiError::NotFound("book"))?;
+    Ok(Json(row.into()))
+}

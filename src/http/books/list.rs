@@ -1,0 +1,29 @@
+use axum::extract::State;
+
+use super::Book;
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{Json, Query};
+use crate::http::pagination::{Page, PageParams};
+use crate::startup::AppState;
+use crate::store;
+
+/// Book copies in the order they were added.
+#[utoipa::path(
+    get, path = "", tag = "books",
+    params(PageParams),
+    responses(
+        (status = 200, description = "A page of books", body = Page<Book>),
+        (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_books(
+    State(state): State<AppState>,
+    Query(params): Query<PageParams>,
+) -> Result<Json<Page<Book>>, ApiError> {
+    let page = params.validate()?;
+    let rows = store::books::list(&state.pool, page).await?;
+    Ok(Json(Page::from_rows(rows, page, |b| b.id).map(Book::from)))
+}

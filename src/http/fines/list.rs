@@ -1,0 +1,86 @@
+use axum::extract::State;
+use chrono::NaiveDate;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::{Fine, fine_status_schema};
+use crate::domain::{FineStatus, month_start};
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{Json, Query};
+use crate::http::pagination::{Page, PageParams, PageRequest};
+use crate::startup::AppState;
+use crate::store;
+use crate::store::fines::FineFilter;
+
+/// Filters and page of `GET /api/v1/fines`.
+///
+/// The page fields are repeated rather than `#[serde(flatten)]`ed from [`PageParams`]: flattening
+/// makes serde read every query value as a string, and `limit=5` would then fail to parse.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FineListParams {
+    /// Only this member's fines.
+    pub member_id: Option<i64>,
+    /// Only this loan's fines.
+    pub loan_id: Option<i64>,
+    /// Only fines in this status (PENDING, SETTLED or VOID; case is ignored).
+    #[param(schema_with = fine_status_schema)]
+    pub status: Option<String>,
+    /// Only fines for this month: its first day, `YYYY-MM-01`.
+    pub settle_month: Option<NaiveDate>,
+    /// Items per page, 1 to 500 (default 50).
+    pub limit: Option<i64>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl FineListParams {
+    fn validate(self) -> Result<(FineFilter, PageRequest), ApiError> {
+        let status = self
+            .status
+            .map(|s| s.parse::<FineStatus>())
+            .transpose()
+            .map_err(|_| ApiError::invalid("status", "must be PENDING, SETTLED or VOID"))?;
+        if let Some(month) = self.settle_month
+            && month != month_start(month)
+        {
+            return Err(ApiError::invalid(
+                "settle_month",
+                "must be the first day of a month, YYYY-MM-01",
+            ));
+        }
+        let page = PageParams {
+            limit: self.limit,
+            cursor: self.cursor,
+        }
+        .validate()?;
+        let filter = FineFilter {
+            member_id: self.member_id,
+            loan_id: self.loan_id,
+            status,
+            settle_month: self.settle_month,
+        };
+        Ok((filter, page))
+    }
+}
+
+/// Fines in the order they were first accrued, optionally filtered.
+#[utoipa::path(
+    get, path = "", tag = "fines",
+    params(FineListParams),
+    responses(
+        (status = 200, description = "A page of fines", body = Page<Fine>),
+        (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_fines(
+    State(state): State<AppState>,
+    Query(params): Query<FineListParams>,
+) -> Result<Json<Page<Fine>>, ApiError> {
+    let (filter, page) = params.validate()?;
+    let rows = store::fines::list(&state.pool, filter, page).await?;
+    Ok(Json(Page::from_rows(rows, page, |f| f.id).map(Fine::from)))
+}

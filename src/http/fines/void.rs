@@ -1,0 +1,91 @@
+use axum::extract::State;
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::Fine;
+use crate::domain::FineStatus;
+use crate::http::error::{ApiError, Problem, ResultExt};
+use crate::http::extract::{Json, Path};
+use crate::startup::AppState;
+use crate::store;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VoidFine {
+    /// Why the fine is cancelled, 1 to 500 characters (kept on the fine).
+    pub reason: String,
+}
+
+impl VoidFine {
+    fn validate(&self) -> Result<&str, ApiError> {
+        let reason = self.reason.trim();
+        if reason.is_empty() || reason.chars().count() > 500 {
+            return Err(ApiError::invalid("reason", "must be 1 to 500 characters"));
+        }
+        Ok(reason)
+    }
+}
+
+fn already_void() -> ApiError {
+    ApiError::conflict("fine_already_void", "the fine is already void")
+}
+
+/// Voids a fine. A SETTLED fine's charge is reversed: exactly one REVERSAL entry of the fine's
+/// amount is posted to the member's ledger, however many voids race. A VOID fine cannot be
+/// voided again (409).
+#[utoipa::path(
+    post, path = "/{id}/void", tag = "fines",
+    params(("id" = i64, Path, description = "Fine id")),
+    request_body = VoidFine,
+    responses(
+        (status = 200, description = "The voided fine", body = Fine),
+        (status = 400, description = "Malformed id or JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Needs the librarian role", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such fine", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The fine is already void (code `fine_already_void`)", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Body is not application/json", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid reason", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn void_fine(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    Json(body): Json<VoidFine>,
+) -> Result<Json<Fine>, ApiError> {
+    let reason = body.validate()?;
+    let mut tx = state.pool.begin().await?;
+    // Under the row lock the status cannot change before the update below: a concurrent void
+    // waits here and then finds the fine VOID.
+    let current = store::fines::lock(&mut tx, id)
+        .await?
+        .ok_or(ApiError::NotFound("fine"))?;
+    if !current.status.can_transition_to(FineStatus::Void) {
+        return Err(already_void());
+    }
+    let fine = store::fines::void(&mut tx, id, current.status, reason)
+        .await
+        // The trigger's own check of the status machine, should the two ever disagree.
+        .on_constraint("fine_record_status_transition", already_void)?
+        .ok_or_else(already_void)?;
+    // A SETTLED fine always has a positive CHARGE; the guard keeps a zero amount from ever
+    // reaching the ledger's sign check.
+    let reversal = if current.status == FineStatus::Settled && fine.amount_cents > 0 {
+        let entry = store::ledger::insert_reversal(&mut tx, fine.member_id, fine.id, fine.amount_cents)
+            .await
+            .on_constraint("ledger_entry_fine_kind_key", already_void)?;
+        Some(entry.id)
+    } else {
+        None
+    };
+    tx.commit().await?;
+    tracing::info!(
+        fine.id = fine.id,
+        fine.previous_status = %current.status,
+        ledger_entry.id = reversal,
+        "fine voided"
+    );
+    Ok(Json(fine.into()))
+}

@@ -1,0 +1,120 @@
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{Loan, dates};
+use crate::http::error::{ApiError, FieldError, Problem, ResultExt};
+use crate::http::extract::Json;
+use crate::http::idempotency::{Begin, IdempotencyKey};
+use crate::http::response::Created;
+use crate::startup::AppState;
+use crate::store;
+
+/// The scope of this route's idempotency keys.
+const IDEMPOTENCY_SCOPE: &str = "POST /api/v1/loans";
+
+/// A loan to make. (Serialize: an idempotency key stores a hash of the request as parsed.)
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewLoan {
+    pub member_id: i64,
+    pub book_id: i64,
+    /// Defaults to today's business date. May be in the past (imports), never in the future.
+    #[serde(default, deserialize_with = "dates::optional_date")]
+    pub borrowed_on: Option<NaiveDate>,
+    /// On or after `borrowed_on`.
+    #[serde(deserialize_with = "dates::date")]
+    pub due_on: NaiveDate,
+}
+
+impl NewLoan {
+    /// The loan's terms on business date `today`, under the current fine policy.
+    fn terms(&self, today: NaiveDate, daily_fine_cents: i64) -> Result<store::loans::NewLoan, ApiError> {
+        let borrowed_on = self.borrowed_on.unwrap_or(today);
+        let mut errors = Vec::new();
+        if borrowed_on > today {
+            errors.push(FieldError::new(
+                "borrowed_on",
+                format!("must not be after today's business date, {today}"),
+            ));
+        }
+        if self.due_on < borrowed_on {
+            errors.push(FieldError::new(
+                "due_on",
+                format!("must not be before borrowed_on, {borrowed_on}"),
+            ));
+        }
+        if !errors.is_empty() {
+            return Err(ApiError::Invalid(errors));
+        }
+        Ok(store::loans::NewLoan {
+            member_id: self.member_id,
+            book_id: self.book_id,
+            borrowed_on,
+            due_on: self.due_on,
+            daily_fine_cents,
+        })
+    }
+}
+
+/// Lends a book copy to a member.
+///
+/// With an `Idempotency-Key`, a retry with the same key and body returns the first response
+/// (header `idempotent-replayed: true`) and lends nothing more. An unknown member or book is a
+/// 422 naming `member_id` or `book_id`: the body is at fault, not the URL.
+#[utoipa::path(
+    post, path = "", tag = "loans",
+    request_body = NewLoan,
+    params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
+        description = "Makes retries safe: 1 to 255 visible ASCII characters, unique per request")),
+    responses(
+        (status = 201, description = "Lent (or the replay of the first response to this key)", body = Loan,
+            headers(("Location" = String, description = "The loan's URL"))),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Needs the librarian role", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The book is on an open loan (`book_already_lent`)", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid fields, unknown member or book, or an idempotency key reused with another body",
+            body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn create_loan(
+    State(state): State<AppState>,
+    key: IdempotencyKey,
+    Json(body): Json<NewLoan>,
+) -> Result<Response, ApiError> {
+    // The key's claim, the loan and the stored response commit together or not at all.
+    let mut tx = state.pool.begin().await?;
+    let pending = match key.begin(&mut tx, IDEMPOTENCY_SCOPE.to_owned(), &body).await? {
+        Begin::Proceed(pending) => pending,
+        Begin::Replay(response) => return Ok(response),
+    };
+    let today = store::clock::business_today(&mut *tx, state.settings.business_tz).await?;
+    let terms = body.terms(today, state.settings.daily_fine_cents)?;
+    let row = store::loans::insert(&mut *tx, &terms)
+        .await
+        .on_constraint("loan_one_open_per_book", || {
+            ApiError::conflict("book_already_lent", "this book is on an open loan; return it first")
+        })
+        .on_constraint("loan_member_id_fkey", || {
+            ApiError::invalid("member_id", "no such member")
+        })
+        .on_constraint("loan_book_id_fkey", || ApiError::invalid("book_id", "no such book"))?;
+    let loan = Loan::new(row, today);
+    pending.complete(&mut tx, StatusCode::CREATED, &loan).await?;
+    tx.commit().await?;
+    tracing::info!(
+        loan.id = loan.id,
+        member.id = loan.member_id,
+        book.id = loan.book_id,
+        "book lent"
+    );
+    Ok(Created::new(loan.location(), loan).into_response())
+}

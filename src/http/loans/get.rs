@@ -1,0 +1,27 @@
+use axum::extract::State;
+
+use super::Loan;
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{Json, Path};
+use crate::startup::AppState;
+use crate::store;
+
+/// A loan, with its status on today's business date.
+#[utoipa::path(
+    get, path = "/{id}", tag = "loans",
+    params(("id" = i64, Path, description = "Loan id")),
+    responses(
+        (status = 200, description = "The loan", body = Loan),
+        (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such loan", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_loan(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Json<Loan>, ApiError> {
+    let row = store::loans::find(&state.pool, id)
+        .await?
+        .ok_or(ApiError::NotFound("loan"))?;
+    let today = store::clock::business_today(&state.pool, state.settings.business_tz).await?;
+    Ok(Json(Loan::new(row, today)))
+}

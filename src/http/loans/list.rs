@@ -1,0 +1,51 @@
+use axum::extract::State;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::{Loan, LoanStatus};
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{Json, Query};
+use crate::http::pagination::{Page, PageParams};
+use crate::startup::AppState;
+use crate::store;
+use crate::store::loans::LoanFilter;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LoanListParams {
+    /// Only this member's loans.
+    pub member_id: Option<i64>,
+    /// Only loans with this status today: `open` (not yet due), `overdue`, or `returned`.
+    pub status: Option<LoanStatus>,
+}
+
+/// Loans in the order they were made, optionally by member and status.
+#[utoipa::path(
+    get, path = "", tag = "loans",
+    params(LoanListParams, PageParams),
+    responses(
+        (status = 200, description = "A page of loans", body = Page<Loan>),
+        (status = 400, description = "Malformed query, such as an unknown status", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_loans(
+    State(state): State<AppState>,
+    Query(params): Query<LoanListParams>,
+    Query(page): Query<PageParams>,
+) -> Result<Json<Page<Loan>>, ApiError> {
+    let page = page.validate()?;
+    let today = store::clock::business_today(&state.pool, state.settings.business_tz).await?;
+    let filter = LoanFilter {
+        member_id: params.member_id,
+        status: params.status,
+        today,
+    };
+    let rows = store::loans::list(&state.pool, filter, page).await?;
+    Ok(Json(
+        Page::from_rows(rows, page, |l| l.id).map(|row| Loan::new(row, today)),
+    ))
+}

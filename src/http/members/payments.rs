@@ -1,0 +1,108 @@
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::ledger::LedgerEntry;
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{Json, Path};
+use crate::http::idempotency::{Begin, IdempotencyKey};
+use crate::startup::AppState;
+use crate::store;
+
+/// The largest payment accepted, in cents (100 million in major units): far above any real
+/// payment, and small enough that a balance would need nearly a billion of them to overflow.
+pub const MAX_PAYMENT_CENTS: i64 = 10_000_000_000;
+
+/// A payment received from the member.
+// Serialize: the request is hashed to recognise an `Idempotency-Key` retry.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewPayment {
+    /// The amount received, in cents: an integer from 1 to 10 000 000 000.
+    #[schema(minimum = 1, maximum = 10_000_000_000_i64)]
+    pub amount_cents: i64,
+}
+
+impl NewPayment {
+    fn validate(&self) -> Result<i64, ApiError> {
+        if (1..=MAX_PAYMENT_CENTS).contains(&self.amount_cents) {
+            Ok(self.amount_cents)
+        } else {
+            Err(ApiError::invalid(
+                "amount_cents",
+                format!("must be an integer from 1 to {MAX_PAYMENT_CENTS}"),
+            ))
+        }
+    }
+}
+
+/// The PAYMENT entry posted, with the member's balance right after it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Payment {
+    #[serde(flatten)]
+    pub entry: LedgerEntry,
+    /// What the member owes after this payment (negative means credit).
+    pub balance_cents: i64,
+}
+
+/// Records a payment from a member.
+///
+/// Posts one PAYMENT entry of `-amount_cents` and answers it with the new balance. Paying more
+/// than the balance is allowed: the balance goes negative, a credit that later charges use up.
+/// Send an `Idempotency-Key` header to retry safely: the same key and body answer the first
+/// response again (with `idempotent-replayed: true`) and post nothing; the same key with another
+/// body is refused (422).
+#[utoipa::path(
+    post, path = "/{id}/payments", tag = "members",
+    params(
+        ("id" = i64, Path, description = "Member id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters; makes retries safe"),
+    ),
+    request_body = NewPayment,
+    responses(
+        (status = 201, description = "The payment entry and the new balance", body = Payment),
+        (status = 400, description = "Malformed id or JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Needs the librarian role", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such member", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Body is not application/json", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid amount, or an Idempotency-Key reused with another body", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn create_payment(
+    State(state): State<AppState>,
+    Path(member_id): Path<i64>,
+    idempotency_key: IdempotencyKey,
+    Json(body): Json<NewPayment>,
+) -> Result<Response, ApiError> {
+    let amount_cents = body.validate()?;
+    // Key, payment and stored response commit together: a retry sees all of them or none.
+    let mut tx = state.pool.begin().await?;
+    let scope = format!("POST /api/v1/members/{member_id}/payments");
+    let keyed = match idempotency_key.begin(&mut tx, scope, &body).await? {
+        Begin::Replay(response) => return Ok(response),
+        Begin::Proceed(keyed) => keyed,
+    };
+    if !store::ledger::lock_account(&mut tx, member_id).await? {
+        return Err(ApiError::NotFound("member"));
+    }
+    let entry = store::ledger::insert_payment(&mut tx, member_id, amount_cents).await?;
+    let balance_cents = store::ledger::balance(&mut *tx, member_id).await?;
+    let payment = Payment {
+        entry: entry.into(),
+        balance_cents,
+    };
+    keyed.complete(&mut tx, StatusCode::CREATED, &payment).await?;
+    tx.commit().await?;
+    tracing::info!(
+        member.id = member_id,
+        ledger_entry.id = payment.entry.id,
+        amount_cents,
+        "payment recorded"
+    );
+    Ok((StatusCode::CREATED, Json(payment)).into_response())
+}

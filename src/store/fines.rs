@@ -1,0 +1,233 @@
+//! Fines (`fine_record`) as the API sees them: reads, and voiding, the one change the API makes.
+//!
+//! The settlement job creates and settles fines; the API only lists them and voids them. A void
+//! runs in the caller's transaction: [`lock`] the row, decide from its status, [`void`] it with a
+//! state-conditioned update, and post the reversal (see `store::ledger`) before committing.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use sqlx::PgConnection;
+
+use super::PageRequest;
+use crate::domain::FineStatus;
+
+/// A fine, with its status parsed.
+#[derive(Debug, Clone)]
+pub struct FineRow {
+    pub id: i64,
+    pub loan_id: i64,
+    pub member_id: i64,
+    pub settle_month: NaiveDate,
+    pub overdue_days: i32,
+    pub amount_cents: i64,
+    pub accrued_through: NaiveDate,
+    pub status: FineStatus,
+    pub settled_at: Option<DateTime<Utc>>,
+    pub voided_at: Option<DateTime<Utc>>,
+    pub void_reason: Option<String>,
+    pub fencing_token: i64,
+}
+
+/// Which fines to list. Every filter is optional; the given ones must all match.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FineFilter {
+    pub member_id: Option<i64>,
+    pub loan_id: Option<i64>,
+    pub status: Option<FineStatus>,
+    pub settle_month: Option<NaiveDate>,
+}
+
+/// A row as selected: `status` is still text (a check constraint keeps it to the three names).
+struct StoredFine {
+    id: i64,
+    loan_id: i64,
+    member_id: i64,
+    settle_month: NaiveDate,
+    overdue_days: i32,
+    amount_cents: i64,
+    accrued_through: NaiveDate,
+    status: String,
+    settled_at: Option<DateTime<Utc>>,
+    voided_at: Option<DateTime<Utc>>,
+    void_reason: Option<String>,
+    fencing_token: i64,
+}
+
+impl TryFrom<StoredFine> for FineRow {
+    type Error = sqlx::Error;
+
+    fn try_from(row: StoredFine) -> sqlx::Result<Self> {
+        Ok(FineRow {
+            status: row.status.parse().map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+            id: row.id,
+            loan_id: row.loan_id,
+            member_id: row.member_id,
+            settle_month: row.settle_month,
+            overdue_days: row.overdue_days,
+            amount_cents: row.amount_cents,
+            accrued_through: row.accrued_through,
+            settled_at: row.settled_at,
+            voided_at: row.voided_at,
+            void_reason: row.void_reason,
+            fencing_token: row.fencing_token,
+        })
+    }
+}
+
+fn parse_all(rows: Vec<StoredFine>) -> sqlx::Result<Vec<FineRow>> {
+    rows.into_iter().map(FineRow::try_from).collect()
+}
+
+pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<FineRow>> {
+    sqlx::query_as!(
+        StoredFine,
+        r#"
+        select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
+               status, settled_at, voided_at, void_reason, fencing_token
+        from fine_record
+        where id = $1
+        "#,
+        id
+    )
+    .fetch_optional(executor)
+    .await?
+    .map(FineRow::try_from)
+    .transpose()
+}
+
+/// A page of fines in id order.
+///
+/// Three statements rather than one with `($n is null or column = $n)` everywhere: sqlx keeps
+/// statements prepared, and after a few runs Postgres may switch to a generic plan, which cannot
+/// pick an index from a parameter that might be null. Each statement here leads with the filter
+/// that has an index (`fine_record_member`, `fine_record_loan_month_key`), so its plan never
+/// degrades into a scan of the whole table.
+pub async fn list(
+    executor: impl sqlx::PgExecutor<'_>,
+    filter: FineFilter,
+    page: PageRequest,
+) -> sqlx::Result<Vec<FineRow>> {
+    let status = filter.status.map(FineStatus::as_str);
+    let rows = match (filter.member_id, filter.loan_id) {
+        (Some(member_id), loan_id) => {
+            sqlx::query_as!(
+                StoredFine,
+                r#"
+                select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
+                       status, settled_at, voided_at, void_reason, fencing_token
+                from fine_record
+                -- walks fine_record_member (member_id, id) in order
+                where member_id = $1
+                  and id > $2
+                  and ($3::bigint is null or loan_id = $3)
+                  and ($4::text is null or status = $4)
+                  and ($5::date is null or settle_month = $5)
+                order by id
+                limit $6
+                "#,
+                member_id,
+                page.after,
+                loan_id,
+                status,
+                filter.settle_month,
+                page.fetch()
+            )
+            .fetch_all(executor)
+            .await?
+        }
+        (None, Some(loan_id)) => {
+            sqlx::query_as!(
+                StoredFine,
+                r#"
+                select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
+                       status, settled_at, voided_at, void_reason, fencing_token
+                from fine_record
+                -- a loan has one fine per month: few rows, found by fine_record_loan_month_key
+                where loan_id = $1
+                  and id > $2
+                  and ($3::text is null or status = $3)
+                  and ($4::date is null or settle_month = $4)
+                order by id
+                limit $5
+                "#,
+                loan_id,
+                page.after,
+                status,
+                filter.settle_month,
+                page.fetch()
+            )
+            .fetch_all(executor)
+            .await?
+        }
+        (None, None) => {
+            sqlx::query_as!(
+                StoredFine,
+                r#"
+                select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
+                       status, settled_at, voided_at, void_reason, fencing_token
+                from fine_record
+                where id > $1
+                  and ($2::text is null or status = $2)
+                  and ($3::date is null or settle_month = $3)
+                order by id
+                limit $4
+                "#,
+                page.after,
+                status,
+                filter.settle_month,
+                page.fetch()
+            )
+            .fetch_all(executor)
+            .await?
+        }
+    };
+    parse_all(rows)
+}
+
+/// Locks the fine's row until the caller's transaction ends and returns it as it is now.
+///
+/// Whoever changes a fine (a void here, the settlement job) holds this lock, so the status read
+/// here is the one the caller's update will see: a fine the job settles while a void waits is
+/// voided as SETTLED, with its reversal.
+pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<FineRow>> {
+    sqlx::query_as!(
+        StoredFine,
+        r#"
+        select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
+               status, settled_at, voided_at, void_reason, fencing_token
+        from fine_record
+        where id = $1
+        for update
+        "#,
+        id
+    )
+    .fetch_optional(conn)
+    .await?
+    .map(FineRow::try_from)
+    .transpose()
+}
+
+/// Voids the fine if it is still in status `from`; `None` when it is not.
+///
+/// The status condition makes the update safe even without [`lock`]: two voids can never both
+/// succeed. `fencing_token` is left alone: it names the settlement run that last wrote the
+/// amount, which a void does not change.
+pub async fn void(conn: &mut PgConnection, id: i64, from: FineStatus, reason: &str) -> sqlx::Result<Option<FineRow>> {
+    sqlx::query_as!(
+        StoredFine,
+        r#"
+        update fine_record
+        set status = $3, voided_at = now(), void_reason = $4
+        where id = $1 and status = $2
+        returning id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
+                  status, settled_at, voided_at, void_reason, fencing_token
+        "#,
+        id,
+        from.as_str(),
+        FineStatus::Void.as_str(),
+        reason
+    )
+    .fetch_optional(conn)
+    .await?
+    .map(FineRow::try_from)
+    .transpose()
+}
