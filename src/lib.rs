@@ -3,11 +3,14 @@
 //! The job's path reads in one direction: `schedule` fires, `lock` grants a lease and a fencing
 //! token, `settlement` walks the missing dates and writes through `store` with that token, and
 //! `telemetry` reports it. `domain` holds the pure rules and knows none of them.
+pub mod alerts;
 pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod lock;
 pub mod schedule;
+pub mod settlement;
 pub mod startup;
 pub mod store;
 pub mod telemetry;

@@ -1,0 +1,147 @@
+//! The job lock: who may run a task right now, until when, and with which fencing token.
+//!
+//! One fire of the job on every replica calls [`JobLock::try_acquire`]; exactly one of them gets
+//! a [`Lease`], the others learn who holds it ([`Acquired::Held`]). The winner keeps the lease
+//! alive with a [`LeaseKeeper`] while it works, opens every settlement transaction with
+//! [`fence::guard`], and releases the lock with [`JobLock::release`] when done.
+//!
+//! The lock gives mutual exclusion only while every holder behaves: a holder paused past its
+//! lease (GC, SIGSTOP, a migrated VM) wakes up still believing it holds it. The fencing token,
+//! checked by the database inside each write transaction, is what makes such a holder harmless;
+//! [`fence`] explains why in full.
+//!
+//! Durations follow ShedLock's meaning:
+//! - `at_most_for` bounds how long a crashed holder blocks the task: the row is free once
+//!   `locked_until` passes, and a live holder pushes `locked_until` forward while it works;
+//! - `at_least_for` keeps the lock for at least that long after it was taken, even when the run
+//!   ended at once, so a replica whose clock or trigger is a little late does not run it again.
+//!
+//! - [`postgres`]: the `task_lock` backend (the only one for now).
+//! - [`lease`]: renewal in the background, and the signal that the lease was lost.
+//! - [`fence`]: the token check every settlement transaction starts with.
+
+pub mod fence;
+pub mod lease;
+pub mod postgres;
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+pub use fence::{FenceError, Fenced, guard};
+pub use lease::LeaseKeeper;
+pub use postgres::PgLock;
+
+/// What a replica asks for when a fire of `task_name` reaches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockSpec {
+    pub task_name: String,
+    /// Who is asking, for people (`FINESETTLE_INSTANCE_ID`); never used to check ownership.
+    pub instance_id: String,
+    /// How long the lock lasts unless renewed: the longest a crashed holder blocks the task.
+    pub at_most_for: Duration,
+    /// The shortest time the lock stays taken after it was acquired, even when released earlier.
+    pub at_least_for: Duration,
+}
+
+/// A granted lock. Times are the database's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub task_name: String,
+    pub locked_by: String,
+    /// Fresh for every acquisition: release and renewal match on it, so a restarted process with
+    /// the same instance id cannot release the lock its predecessor took.
+    pub owner_token: Uuid,
+    /// One more than the previous acquisition's: writes carrying an older token are refused.
+    pub fencing_token: i64,
+    pub locked_at: DateTime<Utc>,
+    pub locked_until: DateTime<Utc>,
+}
+
+/// The answer to one acquisition attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquired {
+    Won(Lease),
+    /// Someone else holds the lock (or an acquisition of theirs is still in flight).
+    Held {
+        holder: String,
+        locked_until: DateTime<Utc>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("lock store unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl From<sqlx::Error> for LockError {
+    fn from(e: sqlx::Error) -> Self {
+        LockError::Unavailable(e.to_string())
+    }
+}
+
+/// A row of `task_lock` for the admin API (SPEC §6 "lock"), as of the database clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockView {
+    pub task_name: String,
+    pub locked_by: String,
+    pub locked_at: DateTime<Utc>,
+    pub locked_until: DateTime<Utc>,
+    pub fencing_token: i64,
+    /// Whether `locked_until` is still ahead: rows stay after release, so a row alone does not
+    /// mean the task is running.
+    pub held: bool,
+}
+
+/// The lock backend. An enum (not a trait object) so that the Redis backend can be added later as
+/// a second variant.
+#[derive(Debug, Clone)]
+pub enum JobLock {
+    Postgres(PgLock),
+}
+
+impl JobLock {
+    /// The PostgreSQL backend on `pool`, with the default wait for a busy lock row.
+    pub fn postgres(pool: sqlx::PgPool) -> Self {
+        JobLock::Postgres(PgLock::new(pool))
+    }
+
+    /// Takes the lock when it is free or expired, in one atomic statement on the database clock.
+    pub async fn try_acquire(&self, spec: &LockSpec) -> Result<Acquired, LockError> {
+        match self {
+            JobLock::Postgres(lock) => lock.try_acquire(spec).await,
+        }
+    }
+
+    /// Pushes `locked_until` to the database's now() + `at_most_for`, only while `lease` is still
+    /// the holder (owner and fencing token match and `locked_until > now()`). `Ok(false)`: lost.
+    pub async fn extend(&self, lease: &Lease, at_most_for: Duration) -> Result<bool, LockError> {
+        Ok(self.renew(lease, at_most_for).await?.is_some())
+    }
+
+    /// [`JobLock::extend`], answering the renewed lease (its new `locked_until`), or `None` when
+    /// the lease was lost.
+    pub async fn renew(&self, lease: &Lease, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
+        match self {
+            JobLock::Postgres(lock) => lock.renew(lease, at_most_for).await,
+        }
+    }
+
+    /// Owner-checked release honouring `at_least_for`: `locked_until` becomes
+    /// `greatest(now(), locked_at + at_least_for)`, never later than it was. `Ok(false)` when the
+    /// lease is no longer the owner; then nothing changes.
+    pub async fn release(&self, lease: &Lease, at_least_for: Duration) -> Result<bool, LockError> {
+        match self {
+            JobLock::Postgres(lock) => lock.release(lease, at_least_for).await,
+        }
+    }
+
+    /// Every task's lock row, by task name.
+    pub async fn list(&self) -> Result<Vec<LockView>, LockError> {
+        match self {
+            JobLock::Postgres(lock) => lock.list().await,
+        }
+    }
+}

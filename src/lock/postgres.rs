@@ -1,0 +1,240 @@
+//! The job lock in PostgreSQL: one `task_lock` row per task, ShedLock's design plus a fresh owner
+//! token per acquisition and a fencing token.
+//!
+//! Every time is the database's `now()`, never this process's clock: replicas whose clocks
+//! disagree still agree on who holds the lock and until when (ShedLock's duplicate runs under
+//! clock skew come from comparing times taken on different machines).
+//!
+//! Taking the lock is one statement: insert the row, or take it over only where
+//! `locked_until < now()`, bumping `fencing_token`. Two replicas racing on it are serialised by
+//! the row (or the primary key while the row is being inserted): the second one re-checks the
+//! condition against the first one's committed row and finds it held.
+
+use std::time::Duration;
+
+use sqlx::postgres::types::PgInterval;
+use sqlx::{AssertSqlSafe, PgPool};
+use uuid::Uuid;
+
+use super::{Acquired, Lease, LockError, LockSpec, LockView};
+
+/// How long an acquisition waits for the lock row when another transaction has it locked.
+///
+/// Row locks on `task_lock` are held by the holder's settlement transactions (the fence's share
+/// lock) and by acquisitions in flight, all short. A longer wait means that transaction is stuck
+/// (its process paused mid-transaction, say): rather than hang behind it, the attempt gives up and
+/// reports the lock as held, which it effectively is until the database ends that transaction.
+pub const DEFAULT_ROW_WAIT: Duration = Duration::from_secs(2);
+
+/// How long the database lets an acquisition transaction sit idle before ending its session, so
+/// a process paused between its insert and its commit cannot keep the row locked.
+pub const ACQUIRE_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// SQLSTATE `lock_not_available`: `lock_timeout` expired.
+const LOCK_NOT_AVAILABLE: &str = "55P03";
+
+/// The `task_lock` backend. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PgLock {
+    pool: PgPool,
+    /// `begin` plus the acquisition's session limits, sent in one round trip.
+    begin_acquisition: String,
+}
+
+impl PgLock {
+    pub fn new(pool: PgPool) -> Self {
+        PgLock {
+            pool,
+            begin_acquisition: begin_acquisition(DEFAULT_ROW_WAIT),
+        }
+    }
+
+    /// The same lock, waiting at most `wait` for a busy row instead of [`DEFAULT_ROW_WAIT`].
+    pub fn with_row_wait(mut self, wait: Duration) -> Self {
+        self.begin_acquisition = begin_acquisition(wait);
+        self
+    }
+
+    pub async fn try_acquire(&self, spec: &LockSpec) -> Result<Acquired, LockError> {
+        let mut tx = self
+            .pool
+            .begin_with(AssertSqlSafe(self.begin_acquisition.clone()))
+            .await?;
+        let taken = sqlx::query_as!(
+            Lease,
+            r#"
+            insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token)
+            values ($1, now() + $2, now(), $3, $4)
+            on conflict (task_name) do update
+                set locked_until = excluded.locked_until,
+                    locked_at = excluded.locked_at,
+                    locked_by = excluded.locked_by,
+                    owner_token = excluded.owner_token,
+                    fencing_token = task_lock.fencing_token + 1
+                -- only an expired lock is taken over; a held one leaves the row untouched
+                where task_lock.locked_until < now()
+            returning task_name, locked_by, owner_token, fencing_token, locked_at, locked_until
+            "#,
+            spec.task_name,
+            interval(spec.at_most_for),
+            spec.instance_id,
+            // a fresh id per acquisition, never derived from the host or instance
+            Uuid::new_v4()
+        )
+        .fetch_optional(&mut *tx)
+        .await;
+        match taken {
+            Ok(Some(lease)) => {
+                tx.commit().await?;
+                tracing::debug!(
+                    task.name = %lease.task_name,
+                    fencing_token = lease.fencing_token,
+                    locked_until = %lease.locked_until,
+                    "lock acquired"
+                );
+                Ok(Acquired::Won(lease))
+            }
+            Ok(None) => {
+                // Held. A new snapshot in this transaction sees the holder that beat us.
+                let held = self.holder(&mut *tx, &spec.task_name).await;
+                tx.commit().await?;
+                held
+            }
+            Err(e) if is_lock_timeout(&e) => {
+                // The row stayed locked past the wait: someone is mid-transaction on it.
+                tx.rollback().await?;
+                tracing::warn!(task.name = %spec.task_name, "lock row busy; treating the lock as held");
+                self.holder(&self.pool, &spec.task_name).await
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn holder(&self, executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> Result<Acquired, LockError> {
+        let row = sqlx::query!(
+            "select locked_by, locked_until from task_lock where task_name = $1",
+            task_name
+        )
+        .fetch_optional(executor)
+        .await?;
+        // Rows are never deleted by the service; only someone editing the table by hand gets here.
+        let row = row.ok_or_else(|| {
+            LockError::Unavailable(format!(
+                "the lock row of {task_name} disappeared while reading its holder"
+            ))
+        })?;
+        Ok(Acquired::Held {
+            holder: row.locked_by,
+            locked_until: row.locked_until,
+        })
+    }
+
+    pub async fn renew(&self, lease: &Lease, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
+        let locked_until = sqlx::query_scalar!(
+            r#"
+            update task_lock
+            set locked_until = now() + $4
+            -- still ours: same acquisition, and not expired (an expired lease is lost even when
+            -- nobody has taken it over yet)
+            where task_name = $1 and owner_token = $2 and fencing_token = $3 and locked_until > now()
+            returning locked_until
+            "#,
+            lease.task_name,
+            lease.owner_token,
+            lease.fencing_token,
+            interval(at_most_for)
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(locked_until.map(|locked_until| Lease {
+            locked_until,
+            ..lease.clone()
+        }))
+    }
+
+    pub async fn release(&self, lease: &Lease, at_least_for: Duration) -> Result<bool, LockError> {
+        let released = sqlx::query!(
+            r#"
+            update task_lock
+            -- keep the lock until at_least_for after it was taken, but never lengthen it
+            set locked_until = least(locked_until, greatest(now(), locked_at + $4))
+            where task_name = $1 and owner_token = $2 and fencing_token = $3
+            "#,
+            lease.task_name,
+            lease.owner_token,
+            lease.fencing_token,
+            interval(at_least_for)
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(released.rows_affected() == 1)
+    }
+
+    pub async fn list(&self) -> Result<Vec<LockView>, LockError> {
+        let rows = sqlx::query_as!(
+            LockView,
+            r#"
+            select task_name, locked_by, locked_at, locked_until, fencing_token,
+                   locked_until > now() as "held!"
+            from task_lock
+            order by task_name
+            "#
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows)
+    }
+}
+
+/// `begin`, then this transaction's row-lock wait and idle limit (integers are milliseconds).
+fn begin_acquisition(row_wait: Duration) -> String {
+    format!(
+        "begin; set local lock_timeout = {}; set local idle_in_transaction_session_timeout = {}",
+        millis_at_least_one(row_wait),
+        millis_at_least_one(ACQUIRE_IDLE_TIMEOUT)
+    )
+}
+
+/// Whole milliseconds, at least 1: in both settings 0 means "no limit", the opposite of intended.
+fn millis_at_least_one(d: Duration) -> u128 {
+    d.as_millis().max(1)
+}
+
+/// A duration as a PostgreSQL interval, to microsecond precision (the database's own), saturating
+/// rather than failing on absurd values: the database then refuses the timestamp overflow itself.
+fn interval(d: Duration) -> PgInterval {
+    PgInterval {
+        months: 0,
+        days: 0,
+        microseconds: i64::try_from(d.as_micros()).unwrap_or(i64::MAX),
+    }
+}
+
+fn is_lock_timeout(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|code| code == LOCK_NOT_AVAILABLE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_keep_microseconds_and_saturate() {
+        assert_eq!(interval(Duration::from_secs(90)).microseconds, 90_000_000);
+        assert_eq!(interval(Duration::from_nanos(1_500)).microseconds, 1);
+        let huge = interval(Duration::MAX);
+        assert_eq!((huge.months, huge.days, huge.microseconds), (0, 0, i64::MAX));
+    }
+
+    #[test]
+    fn the_acquisition_begins_with_both_limits_in_milliseconds() {
+        assert_eq!(
+            begin_acquisition(Duration::from_secs(2)),
+            "begin; set local lock_timeout = 2000; set local idle_in_transaction_session_timeout = 10000"
+        );
+        // a zero wait would mean "wait forever" to PostgreSQL
+        assert!(begin_acquisition(Duration::ZERO).contains("lock_timeout = 1;"));
+    }
+}

@@ -1,0 +1,96 @@
+//! Lease renewal while the job runs, and the `lost` signal when renewal can no longer succeed.
+
+use std::time::Duration;
+
+use finesettle::lock::{JobLock, LeaseKeeper, LockSpec};
+use tokio_util::sync::CancellationToken;
+
+use crate::common::spawn_app;
+use crate::{TASK, acquire, expire, own_pool, spec, stored};
+
+/// A lease short enough for renewals to happen within a test.
+const SHORT: Duration = Duration::from_secs(3);
+
+fn short_spec(instance: &str) -> LockSpec {
+    LockSpec {
+        at_most_for: SHORT,
+        ..spec(TASK, instance)
+    }
+}
+
+/// Waits for `lost` to be cancelled; the bound only keeps a broken keeper from hanging the test.
+async fn wait_lost(lost: CancellationToken) {
+    tokio::time::timeout(Duration::from_secs(60), lost.cancelled())
+        .await
+        .expect("the keeper signals the lost lease");
+}
+
+#[tokio::test]
+async fn the_keeper_pushes_locked_until_forward_while_the_job_runs() {
+    let app = spawn_app().await;
+    let lock = JobLock::postgres(app.pool.clone());
+    let lease = acquire(&lock, &short_spec("replica-a")).await;
+    let keeper = LeaseKeeper::start(lock.clone(), lease.clone(), SHORT);
+    let lost = keeper.lost();
+
+    while keeper.renewals() < 2 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let renewed = keeper.stop().await;
+    assert!(!lost.is_cancelled());
+    assert!(renewed.locked_until > lease.locked_until);
+    assert_eq!(
+        (renewed.owner_token, renewed.fencing_token),
+        (lease.owner_token, lease.fencing_token)
+    );
+    // a renewal cut short by stop() may still have landed, never gone backwards
+    assert!(stored(&app.pool, TASK).await.4 >= renewed.locked_until);
+    assert!(lock.release(&renewed, Duration::ZERO).await.unwrap());
+}
+
+#[tokio::test]
+async fn the_keeper_signals_lost_when_the_lease_is_taken_over() {
+    let app = spawn_app().await;
+    let lock = JobLock::postgres(app.pool.clone());
+    let lease = acquire(&lock, &short_spec("replica-a")).await;
+    let keeper = LeaseKeeper::start(lock.clone(), lease.clone(), SHORT);
+
+    expire(&app.pool, TASK).await;
+    let successor = acquire(&lock, &short_spec("replica-b")).await;
+    wait_lost(keeper.lost()).await;
+    let renewals = keeper.renewals();
+    let last = keeper.stop().await;
+
+    assert_eq!(last.owner_token, lease.owner_token);
+    let (locked_by, owner_token, ..) = stored(&app.pool, TASK).await;
+    assert_eq!((locked_by.as_str(), owner_token), ("replica-b", successor.owner_token));
+    assert!(!lock.release(&last, Duration::ZERO).await.unwrap());
+    assert!(renewals <= 1, "no renewal succeeds after the takeover");
+}
+
+#[tokio::test]
+async fn the_keeper_signals_lost_when_renewals_fail_until_the_lease_runs_out() {
+    let app = spawn_app().await;
+    let pool = own_pool(&app, 2).await;
+    let lock = JobLock::postgres(pool.clone());
+    let lease = acquire(&lock, &short_spec("replica-a")).await;
+    let keeper = LeaseKeeper::start(lock, lease, SHORT);
+    // the store becomes unreachable for this replica
+    pool.close().await;
+
+    wait_lost(keeper.lost()).await;
+    assert_eq!(keeper.renewals(), 0);
+    keeper.stop().await;
+}
+
+#[tokio::test]
+async fn stopping_at_once_keeps_the_lease_as_granted() {
+    let app = spawn_app().await;
+    let lock = JobLock::postgres(app.pool.clone());
+    let lease = acquire(&lock, &spec(TASK, "replica-a")).await;
+    let keeper = LeaseKeeper::start(lock.clone(), lease.clone(), Duration::from_secs(600));
+    let lost = keeper.lost();
+    assert_eq!(keeper.stop().await, lease);
+    assert!(!lost.is_cancelled());
+    assert_eq!(stored(&app.pool, TASK).await.4, lease.locked_until);
+}
