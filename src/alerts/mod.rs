@@ -1,0 +1,100 @@
+//! Execution alerts (SPEC §3): noticing a date that failed, a run that is stuck, and a date that
+//! never ran — once, however many replicas look — and telling people.
+//!
+//! Every replica runs the same loop ([`run_alert_worker`]): each minute it evaluates the rules in
+//! [`conditions`] against the execution records and the schedule's own slots
+//! ([`evaluate_once`]), raising an alert per `(kind, task_name, business_date)` at most once (a
+//! unique constraint decides which replica's insert wins) and resolving alerts whose cause is
+//! gone. The replica that wins a raise or a resolve, and only that one:
+//!
+//! - emits a `tracing` event (target `finesettle::alerts`, message `alert raised` or
+//!   `alert resolved`, fields `alert.id`, `alert.kind`, `alert.task_name`, `alert.business_date`,
+//!   `alert.detail`), which a log exporter forwards like any other event;
+//! - when `FINESETTLE_ALERT_WEBHOOK` is set, queues a notification in the `alert_delivery`
+//!   outbox in the same transaction, which [`webhook::deliver_due`] POSTs until it is accepted.
+
+pub mod conditions;
+mod evaluate;
+pub mod webhook;
+mod worker;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+pub use conditions::{AlertKind, AlertState, UnknownName};
+pub use evaluate::{AlertRules, DEFAULT_LOOKBACK_SLOTS, EvaluationReport, evaluate_at, evaluate_once};
+pub use webhook::{DeliveryPolicy, DeliveryReport, Webhook, deliver_due};
+pub use worker::{AlertWorkerConfig, run_alert_worker};
+
+use crate::store;
+use crate::store::alerts::AlertRow;
+
+/// The task the nightly settlement runs as (SPEC §2).
+pub const SETTLE_FINES: &str = "settle-fines";
+
+/// Records that `task_name` is deployed, unless a replica already did. MISSED alerts ignore
+/// slots before the first registration. Idempotent; every replica calls it at start.
+pub async fn register(pool: &sqlx::PgPool, task_name: &str) -> sqlx::Result<()> {
+    store::alerts::register_job(pool, task_name).await
+}
+
+/// An alert as the API lists it and the webhook sends it (SPEC §6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Alert {
+    pub id: i64,
+    pub kind: AlertKind,
+    pub task_name: String,
+    /// The business date the alert is about (`YYYY-MM-DD`).
+    pub business_date: NaiveDate,
+    pub state: AlertState,
+    pub raised_at: DateTime<Utc>,
+    /// Set when the cause went away: a SUCCESS for the date, or the run no longer RUNNING.
+    pub resolved_at: Option<DateTime<Utc>>,
+    /// What happened, for people: the execution, its error, the deadline that passed.
+    pub detail: String,
+    /// The execution behind a FAILED or TIMEOUT alert (null for MISSED).
+    pub execution_id: Option<i64>,
+}
+
+impl TryFrom<AlertRow> for Alert {
+    type Error = UnknownName;
+
+    fn try_from(row: AlertRow) -> Result<Self, Self::Error> {
+        Ok(Alert {
+            id: row.id,
+            kind: row.kind.parse()?,
+            task_name: row.task_name,
+            business_date: row.business_date,
+            state: row.state.parse()?,
+            raised_at: row.raised_at,
+            resolved_at: row.resolved_at,
+            detail: row.detail,
+            execution_id: row.execution_id,
+        })
+    }
+}
+
+/// What happened to an alert, as the webhook's `event` field says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertEvent {
+    Raised,
+    Resolved,
+}
+
+impl AlertEvent {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertEvent::Raised => "raised",
+            AlertEvent::Resolved => "resolved",
+        }
+    }
+}
+
+/// The webhook body: `{"event": "raised" | "resolved", "alert": {...}}` (SPEC §3).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Notification {
+    pub event: AlertEvent,
+    pub alert: Alert,
+}

@@ -1,0 +1,76 @@
+use axum::extract::State;
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::alerts::{Alert, AlertState};
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{Json, Query};
+use crate::http::pagination::{Page, PageParams};
+use crate::startup::AppState;
+use crate::store;
+
+/// Which alerts to list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum StateFilter {
+    Active,
+    Resolved,
+    All,
+}
+
+impl StateFilter {
+    /// Parsed by hand rather than by serde, so that an unknown value is a 422 naming the field
+    /// (a query that fails to deserialise is a 400).
+    fn parse(value: Option<&str>) -> Result<Self, ApiError> {
+        match value {
+            None | Some("" | "active") => Ok(StateFilter::Active),
+            Some("resolved") => Ok(StateFilter::Resolved),
+            Some("all") => Ok(StateFilter::All),
+            Some(_) => Err(ApiError::invalid("state", "must be active, resolved or all")),
+        }
+    }
+
+    fn state(self) -> Option<AlertState> {
+        match self {
+            StateFilter::Active => Some(AlertState::Active),
+            StateFilter::Resolved => Some(AlertState::Resolved),
+            StateFilter::All => None,
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StateParams {
+    /// `active` (the default), `resolved` or `all`.
+    #[param(inline, value_type = Option<StateFilter>)]
+    pub state: Option<String>,
+}
+
+/// Alerts, newest first: `FAILED`, `TIMEOUT` and `MISSED`, one per kind, task and business date.
+#[utoipa::path(
+    get, path = "", tag = "alerts",
+    params(StateParams, PageParams),
+    responses(
+        (status = 200, description = "A page of alerts, newest first", body = Page<Alert>),
+        (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown bearer token", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid state, limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_alerts(
+    State(state): State<AppState>,
+    Query(filter): Query<StateParams>,
+    Query(params): Query<PageParams>,
+) -> Result<Json<Page<Alert>>, ApiError> {
+    let filter = StateFilter::parse(filter.state.as_deref())?;
+    let page = params.validate()?;
+    let rows = store::alerts::list(&state.pool, filter.state().map(AlertState::as_str), page).await?;
+    let alerts = rows
+        .into_iter()
+        .map(Alert::try_from)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::from)?;
+    Ok(Json(Page::from_rows(alerts, page, |a| a.id)))
+}

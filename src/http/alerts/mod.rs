@@ -1,0 +1,12 @@
+//! `/api/v1/alerts`: execution alerts, newest first (SPEC §3).
+
+mod list;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::startup::AppState;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list::list_alerts))
+}

@@ -1,0 +1,367 @@
+//! Alerts, the webhook outbox (`alert_delivery`), and job registrations.
+//!
+//! The rules that decide *whether* to raise live in `crate::alerts::conditions`; these queries
+//! only fetch the facts those rules need and write the outcome. Every instant written here comes
+//! from the database clock (`now()`).
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::PageRequest;
+use crate::alerts::conditions::NewAlert;
+
+#[derive(Debug, Clone)]
+pub struct AlertRow {
+    pub id: i64,
+    pub kind: String,
+    pub task_name: String,
+    pub business_date: NaiveDate,
+    pub state: String,
+    pub raised_at: DateTime<Utc>,
+    pub resolved_at: Option<DateTime<Utc>>,
+    pub detail: String,
+    pub execution_id: Option<i64>,
+}
+
+// --- job registration --------------------------------------------------------------------
+
+/// Records that `task_name` is deployed, unless a replica already did: the first instant stays.
+pub async fn register_job(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<()> {
+    sqlx::query!(
+        "insert into job_registration (task_name) values ($1) on conflict (task_name) do nothing",
+        task_name
+    )
+    .execute(executor)
+    .await?;
+    Ok(())
+}
+
+/// When `task_name` was first deployed, if it ever was.
+pub async fn first_seen_at(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &str,
+) -> sqlx::Result<Option<DateTime<Utc>>> {
+    sqlx::query_scalar!(
+        "select first_seen_at from job_registration where task_name = $1",
+        task_name
+    )
+    .fetch_optional(executor)
+    .await
+}
+
+// --- the facts the conditions need ---------------------------------------------------------
+
+/// The latest FAILED execution of each date that has no SUCCESS and no FAILED alert yet.
+#[derive(Debug, Clone)]
+pub struct FailedExecution {
+    pub id: i64,
+    pub business_date: NaiveDate,
+    pub error: Option<String>,
+}
+
+pub async fn failed_without_success(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &str,
+) -> sqlx::Result<Vec<FailedExecution>> {
+    sqlx::query_as!(
+        FailedExecution,
+        r#"
+        select distinct on (f.business_date) f.id, f.business_date, f.error
+        from task_execution f
+        where f.task_name = $1
+          and f.status = 'FAILED'
+          and not exists (
+              select 1 from task_execution s
+              where s.task_name = f.task_name and s.business_date = f.business_date and s.status = 'SUCCESS')
+          -- already raised (active or resolved): raised once per kind, task and date
+          and not exists (
+              select 1 from alert a
+              where a.kind = 'FAILED' and a.task_name = f.task_name and a.business_date = f.business_date)
+        order by f.business_date, f.id desc
+        "#,
+        task_name
+    )
+    .fetch_all(executor)
+    .await
+}
+
+/// A RUNNING execution that started before `cutoff`, on a date without a TIMEOUT alert yet.
+#[derive(Debug, Clone)]
+pub struct RunningExecution {
+    pub id: i64,
+    pub business_date: NaiveDate,
+    pub started_at: DateTime<Utc>,
+}
+
+pub async fn running_since_before(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &str,
+    cutoff: DateTime<Utc>,
+) -> sqlx::Result<Vec<RunningExecution>> {
+    sqlx::query_as!(
+        RunningExecution,
+        r#"
+        select e.id, e.business_date, e.started_at
+        from task_execution e
+        where e.task_name = $1
+          and e.status = 'RUNNING'
+          and e.started_at < $2
+          and not exists (
+              select 1 from alert a
+              where a.kind = 'TIMEOUT' and a.task_name = e.task_name and a.business_date = e.business_date)
+        order by e.business_date, e.id
+        "#,
+        task_name,
+        cutoff
+    )
+    .fetch_all(executor)
+    .await
+}
+
+/// What the records say about one expected business date.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DateRecord {
+    pub business_date: NaiveDate,
+    pub succeeded: bool,
+    /// Executions of any status for the date (0: nothing was even attempted).
+    pub attempts: i64,
+    /// A MISSED alert exists already (active or resolved).
+    pub alerted: bool,
+}
+
+pub async fn date_records(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &str,
+    dates: &[NaiveDate],
+) -> sqlx::Result<Vec<DateRecord>> {
+    sqlx::query_as!(
+        DateRecord,
+        r#"
+        select d.business_date as "business_date!",
+               exists (
+                   select 1 from task_execution e
+                   where e.task_name = $1 and e.business_date = d.business_date and e.status = 'SUCCESS'
+               ) as "succeeded!",
+               (select count(*) from task_execution e
+                where e.task_name = $1 and e.business_date = d.business_date) as "attempts!",
+               exists (
+                   select 1 from alert a
+                   where a.kind = 'MISSED' and a.task_name = $1 and a.business_date = d.business_date
+               ) as "alerted!"
+        from unnest($2::date[]) as d (business_date)
+        order by d.business_date
+        "#,
+        task_name,
+        dates
+    )
+    .fetch_all(executor)
+    .await
+}
+
+// --- raise and resolve ---------------------------------------------------------------------
+
+/// Inserts the alert unless one exists for its kind, task and date. Only the replica whose
+/// insert wins gets the row back; the others (waiting on the unique index meanwhile) get `None`.
+pub async fn raise(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &str,
+    alert: &NewAlert,
+) -> sqlx::Result<Option<AlertRow>> {
+    sqlx::query_as!(
+        AlertRow,
+        r#"
+        insert into alert (kind, task_name, business_date, detail, execution_id)
+        values ($1, $2, $3, $4, $5)
+        on conflict on constraint alert_once do nothing
+        returning id, kind, task_name, business_date, state, raised_at, resolved_at, detail, execution_id
+        "#,
+        alert.kind.as_str(),
+        task_name,
+        alert.business_date,
+        alert.detail,
+        alert.execution_id
+    )
+    .fetch_optional(executor)
+    .await
+}
+
+/// Resolves every active alert of `task_name` whose cause is gone: FAILED and MISSED once the
+/// date has a SUCCESS, TIMEOUT once its execution is no longer RUNNING.
+///
+/// Rows another replica is resolving right now are skipped (`skip locked`): it will announce
+/// them, and two replicas never wait on each other's rows in opposite orders.
+pub async fn resolve_gone(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Vec<AlertRow>> {
+    sqlx::query_as!(
+        AlertRow,
+        r#"
+        with gone as (
+            select a.id
+            from alert a
+            where a.task_name = $1
+              and a.state = 'ACTIVE'
+              and case a.kind
+                  when 'TIMEOUT' then not exists (
+                      select 1 from task_execution e where e.id = a.execution_id and e.status = 'RUNNING')
+                  else exists (
+                      select 1 from task_execution e
+                      where e.task_name = a.task_name and e.business_date = a.business_date
+                        and e.status = 'SUCCESS')
+              end
+            order by a.id
+            for update skip locked
+        )
+        update alert a
+        set state = 'RESOLVED', resolved_at = now()
+        from gone
+        where a.id = gone.id
+        returning a.id, a.kind, a.task_name, a.business_date, a.state, a.raised_at, a.resolved_at, a.detail,
+                  a.execution_id
+        "#,
+        task_name
+    )
+    .fetch_all(executor)
+    .await
+}
+
+// --- reading -------------------------------------------------------------------------------
+
+/// Newest first; `state` `None` lists every state. The cursor is the last id seen.
+pub async fn list(
+    executor: impl sqlx::PgExecutor<'_>,
+    state: Option<&str>,
+    page: PageRequest,
+) -> sqlx::Result<Vec<AlertRow>> {
+    sqlx::query_as!(
+        AlertRow,
+        r#"
+        select id, kind, task_name, business_date, state, raised_at, resolved_at, detail, execution_id
+        from alert
+        where ($1::text is null or state = $1)
+          and ($2::bigint = 0 or id < $2)
+        order by id desc
+        limit $3
+        "#,
+        state,
+        page.after,
+        page.fetch()
+    )
+    .fetch_all(executor)
+    .await
+}
+
+/// Active alerts per kind (kinds without any are absent), for the active-alert metric.
+pub async fn count_active_by_kind(executor: impl sqlx::PgExecutor<'_>) -> sqlx::Result<Vec<(String, i64)>> {
+    let rows = sqlx::query!(
+        r#"select kind, count(*) as "count!" from alert where state = 'ACTIVE' group by kind order by kind"#
+    )
+    .fetch_all(executor)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.kind, r.count)).collect())
+}
+
+// --- the webhook outbox --------------------------------------------------------------------
+
+/// Queues one notification. Called in the transaction of the raise or resolve it announces;
+/// `alert_delivery_once` makes a second enqueue of the same event a no-op.
+pub async fn enqueue_delivery(
+    executor: impl sqlx::PgExecutor<'_>,
+    alert_id: i64,
+    event: &str,
+    payload: &Value,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        r#"
+        insert into alert_delivery (alert_id, event, payload)
+        values ($1, $2, $3)
+        on conflict on constraint alert_delivery_once do nothing
+        "#,
+        alert_id,
+        event,
+        payload
+    )
+    .execute(executor)
+    .await?;
+    Ok(())
+}
+
+/// A notification this worker has claimed until its lease runs out.
+#[derive(Debug, Clone)]
+pub struct ClaimedDelivery {
+    pub id: Uuid,
+    pub alert_id: i64,
+    pub event: String,
+    pub payload: Value,
+    /// Including this one.
+    pub attempts: i32,
+}
+
+/// Claims up to `limit` due notifications: marks the attempt and pushes `next_attempt_at`
+/// `lease_secs` ahead, so no other worker takes them while this one POSTs. Runs as one
+/// statement, committed on return: the POST happens outside any transaction.
+pub async fn claim_due_deliveries(
+    executor: impl sqlx::PgExecutor<'_>,
+    limit: i64,
+    lease_secs: f64,
+) -> sqlx::Result<Vec<ClaimedDelivery>> {
+    sqlx::query_as!(
+        ClaimedDelivery,
+        r#"
+        with due as (
+            select d.id
+            from alert_delivery d
+            where d.delivered_at is null
+              and d.next_attempt_at <= now()
+              -- a resolve is never announced before its raise
+              and not (d.event = 'resolved' and exists (
+                  select 1 from alert_delivery r
+                  where r.alert_id = d.alert_id and r.event = 'raised' and r.delivered_at is null))
+            order by d.next_attempt_at, d.created_at
+            limit $1
+            for update skip locked
+        )
+        update alert_delivery d
+        set attempts = d.attempts + 1,
+            next_attempt_at = now() + make_interval(secs => $2)
+        from due
+        where d.id = due.id
+        returning d.id, d.alert_id, d.event, d.payload, d.attempts
+        "#,
+        limit,
+        lease_secs
+    )
+    .fetch_all(executor)
+    .await
+}
+
+pub async fn mark_delivered(executor: impl sqlx::PgExecutor<'_>, id: Uuid) -> sqlx::Result<()> {
+    sqlx::query!(
+        "update alert_delivery set delivered_at = now(), last_error = null where id = $1 and delivered_at is null",
+        id
+    )
+    .execute(executor)
+    .await?;
+    Ok(())
+}
+
+/// Records a failed attempt and when to try again.
+pub async fn mark_failed(
+    executor: impl sqlx::PgExecutor<'_>,
+    id: Uuid,
+    retry_in_secs: f64,
+    error: &str,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        r#"
+        update alert_delivery
+        set next_attempt_at = now() + make_interval(secs => $2), last_error = $3
+        where id = $1 and delivered_at is null
+        "#,
+        id,
+        retry_in_secs,
+        error
+    )
+    .execute(executor)
+    .await?;
+    Ok(())
+}
