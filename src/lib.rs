@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod jobs;
 pub mod lock;
 pub mod schedule;
 pub mod settlement;

@@ -10,8 +10,12 @@ use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::alerts::{self, AlertWorkerConfig};
 use crate::config::{ApiTokens, Settings};
-use crate::store;
+use crate::jobs::SettleJob;
+use crate::jobs::scheduler::Scheduler;
+use crate::lock::JobLock;
+use crate::{store, telemetry};
 
 /// What every handler can reach. Cheap to clone.
 #[derive(Clone)]
@@ -20,11 +24,14 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     pub tokens: Arc<ApiTokens>,
     pub redis: Option<deadpool_redis::Pool>,
+    /// The settlement job, for manual runs and the jobs view.
+    pub job: SettleJob,
 }
 
 pub struct Application {
     listener: TcpListener,
     state: AppState,
+    alerts: AlertWorkerConfig,
 }
 
 impl Application {
@@ -34,14 +41,19 @@ impl Application {
         let pool = store::database::connect(&settings.database_url, settings.db_max_connections).await?;
         store::database::migrate(&pool).await?;
         let redis = settings.redis_url.as_deref().map(store::redis::pool).transpose()?;
+        // Validated now, so that a bad cron or webhook URL stops the process at start.
+        let alerts = AlertWorkerConfig::from_settings(&settings)?;
         let listener = TcpListener::bind(settings.http_addr).await?;
+        let lock = JobLock::postgres(pool.clone());
+        let job = SettleJob::new(pool.clone(), lock, &settings)?;
         let state = AppState {
             pool,
             tokens: Arc::new(settings.api_tokens.clone()),
             settings: Arc::new(settings),
             redis,
+            job,
         };
-        Ok(Application { listener, state })
+        Ok(Application { listener, state, alerts })
     }
 
     pub fn port(&self) -> u16 {
@@ -52,11 +64,21 @@ impl Application {
         &self.state
     }
 
-    /// Serves until `shutdown` completes, then stops accepting requests, lets the requests in
-    /// flight finish, and returns.
+    /// Serves (and, unless disabled, runs the scheduler) until `shutdown` completes. Then, in
+    /// order: no new fires; the running fire finishes its date within the grace period and
+    /// releases its lock; the server stops accepting requests and lets those in flight finish.
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let stop = CancellationToken::new();
-        let router = crate::http::router(self.state.clone(), self.state.settings.request_timeout);
+        let settings = Arc::clone(&self.state.settings);
+        let pool = self.state.pool.clone();
+        let mut workers = vec![telemetry::spawn_clock_skew_probe(pool.clone(), stop.clone())];
+        let scheduler = if settings.scheduler_enabled {
+            workers.push(tokio::spawn(alerts::run_alert_worker(pool.clone(), self.alerts, stop.clone())));
+            Some(Scheduler::start(self.state.job.clone(), stop.child_token()).await?)
+        } else {
+            None
+        };
+        let router = crate::http::router(self.state.clone(), settings.request_timeout);
         tracing::info!(
             http.addr = %self.listener.local_addr()?,
             instance.id = %self.state.settings.instance_id,
@@ -65,14 +87,23 @@ impl Application {
         let server_stop = stop.clone();
         let server =
             axum::serve(self.listener, router).with_graceful_shutdown(async move { server_stop.cancelled().await });
+        let job = self.state.job.clone();
         let signal = async move {
             shutdown.await;
-            tracing::info!("shutting down: no new requests or fires");
+            tracing::info!("shutting down: no new fires");
+            if let Some(scheduler) = scheduler {
+                scheduler.stop().await;
+            }
+            job.shutdown(settings.shutdown_grace).await;
+            tracing::info!("shutting down: no new requests");
             stop.cancel();
         };
         let (served, ()) = tokio::join!(server.into_future(), signal);
+        for worker in workers {
+            let _ = worker.await;
+        }
+        pool.close().await;
         served?;
-        self.state.pool.close().await;
         Ok(())
     }
 }

@@ -47,6 +47,9 @@ pub enum ApiError {
     PayloadTooLarge,
     #[error("unsupported media type: send application/json")]
     UnsupportedMediaType,
+    /// A dependency is down or the service is stopping; the client may retry later.
+    #[error("{0}")]
+    Unavailable(String),
     #[error(transparent)]
     Database(#[from] sqlx::Error),
     #[error(transparent)]
@@ -91,6 +94,7 @@ impl ApiError {
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Database(sqlx::Error::PoolTimedOut) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Database(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -106,6 +110,7 @@ impl ApiError {
             ApiError::Conflict { code, .. } => code,
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::Unavailable(_) => "unavailable",
             ApiError::Database(sqlx::Error::PoolTimedOut) => "unavailable",
             ApiError::Database(_) | ApiError::Internal(_) => "internal_error",
         }

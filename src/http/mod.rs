@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod dates;
 pub mod extract;
 mod health;
 pub mod idempotency;
@@ -14,7 +15,9 @@ pub mod response;
 mod alerts;
 mod books;
 mod fines;
+mod jobs;
 mod loans;
+pub mod locks;
 mod members;
 
 use std::time::Duration;
@@ -43,6 +46,8 @@ pub fn api_routes() -> OpenApiRouter<AppState> {
         .nest("/api/v1/books", books::routes())
         .nest("/api/v1/loans", loans::routes())
         .nest("/api/v1/fines", fines::routes())
+        .nest("/api/v1/jobs", jobs::routes())
+        .nest("/api/v1/locks", locks::routes())
         .nest("/api/v1/alerts", alerts::routes())
 }
 

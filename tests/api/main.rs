@@ -7,6 +7,7 @@ mod books;
 mod errors;
 mod fines;
 mod health;
+mod jobs;
 mod ledger;
 mod loans;
 mod members;

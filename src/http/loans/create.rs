@@ -5,7 +5,8 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Loan, dates};
+use super::Loan;
+use crate::http::dates;
 use crate::http::error::{ApiError, FieldError, Problem, ResultExt};
 use crate::http::extract::Json;
 use crate::http::idempotency::{Begin, IdempotencyKey};

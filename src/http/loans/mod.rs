@@ -1,7 +1,6 @@
 //! `/api/v1/loans`: lending copies to members and taking them back.
 
 mod create;
-mod dates;
 mod get;
 mod list;
 mod return_loan;

@@ -6,7 +6,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
 
-use super::{Loan, dates};
+use super::Loan;
+use crate::http::dates;
 use crate::domain::business_date;
 use crate::http::error::{ApiError, Problem, ResultExt};
 use crate::http::extract::{Json, Path};

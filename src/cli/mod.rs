@@ -1,5 +1,8 @@
 //! The command line: `serve | migrate | settle | backfill | seed | openapi`.
 
+mod settle;
+
+use chrono::NaiveDate;
 use clap::{Parser, Subcommand};
 
 use crate::config::{ApiTokens, Role, Settings};
@@ -21,6 +24,21 @@ pub enum Command {
     Serve,
     /// Create the database if missing and apply the migrations.
     Migrate,
+    /// Settle one business date now, through the job's lock, fencing and records.
+    Settle {
+        /// The business date, YYYY-MM-DD.
+        #[arg(long)]
+        date: NaiveDate,
+    },
+    /// Settle a range of business dates, oldest first, with a progress bar.
+    Backfill {
+        /// First date, YYYY-MM-DD.
+        #[arg(long)]
+        from: NaiveDate,
+        /// Last date (inclusive), YYYY-MM-DD.
+        #[arg(long)]
+        to: NaiveDate,
+    },
     /// Print the OpenAPI document.
     Openapi,
 }
@@ -38,6 +56,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             tracing::info!("migrations applied");
             Ok(())
         }
+        Command::Settle { date } => settle::settle_range(Settings::from_env()?, date, date).await,
+        Command::Backfill { from, to } => settle::settle_range(Settings::from_env()?, from, to).await,
         Command::Serve => {
             let mut settings = Settings::from_env()?;
             if settings.api_tokens.is_empty() {

@@ -1,0 +1,70 @@
+//! `finesettle settle` and `finesettle backfill`: the job's procedure from a terminal, through
+//! the same lock, fencing and execution records as the scheduled fires (trigger `manual`).
+
+use chrono::NaiveDate;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::config::Settings;
+use crate::jobs::{Plan, Refused, SettleJob};
+use crate::lock::JobLock;
+use crate::settlement::{DateStatus, Trigger};
+use crate::store;
+
+/// Settles `from..=to` with a progress bar. Fails when the lock is held elsewhere, a date
+/// failed, or the lease was lost.
+pub async fn settle_range(settings: Settings, from: NaiveDate, to: NaiveDate) -> anyhow::Result<()> {
+    anyhow::ensure!(from <= to, "--from {from} is after --to {to}");
+    let days = (to - from).num_days() + 1;
+    anyhow::ensure!(
+        days <= i64::from(settings.job.backfill_max_days),
+        "{days} dates is more than FINESETTLE_BACKFILL_MAX_DAYS ({}); split the range",
+        settings.job.backfill_max_days
+    );
+    let pool = store::database::connect(&settings.database_url, 4).await?;
+    store::database::migrate(&pool).await?;
+    let today = store::clock::business_today(&pool, settings.business_tz).await?;
+    anyhow::ensure!(to < today, "--to {to} has not ended yet in {} (today is {today})", settings.business_tz);
+    let job = SettleJob::new(pool.clone(), JobLock::postgres(pool.clone()), &settings)?;
+    let dates: Vec<NaiveDate> = from.iter_days().take(usize::try_from(days)?).collect();
+    let now = store::clock::now(&pool).await?;
+    let started = match job.start(Trigger::Manual, now, Plan::Dates(dates)).await {
+        Ok(started) => started,
+        Err(Refused::NothingToDo) => {
+            println!("every date from {from} to {to} is already settled");
+            return Ok(());
+        }
+        Err(refused) => anyhow::bail!("not started: {refused}"),
+    };
+    let bar = ProgressBar::new(started.dates.len() as u64).with_style(
+        ProgressStyle::with_template("settling [{bar:30}] {pos}/{len} dates, {elapsed}")?.progress_chars("=> "),
+    );
+    let mut progress = started.progress.clone();
+    let follow = {
+        let bar = bar.clone();
+        tokio::spawn(async move {
+            while progress.changed().await.is_ok() {
+                bar.set_position(*progress.borrow() as u64);
+            }
+        })
+    };
+    let report = started.wait().await;
+    let _ = follow.await;
+    bar.finish_and_clear();
+    for outcome in &report.walk.outcomes {
+        let error = outcome.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
+        println!(
+            "{} {:<15} rows={:<8} {} ms{error}",
+            outcome.date,
+            outcome.status.as_str(),
+            outcome.rows,
+            outcome.duration.as_millis()
+        );
+    }
+    anyhow::ensure!(!report.lost_lease, "the lease was lost; another replica took over");
+    anyhow::ensure!(
+        report.walk.outcomes.iter().all(|o| matches!(o.status, DateStatus::Success | DateStatus::AlreadySettled))
+            && report.walk.not_run.is_empty(),
+        "some dates did not settle; see above"
+    );
+    Ok(())
+}

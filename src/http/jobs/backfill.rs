@@ -1,0 +1,83 @@
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{ended_dates, job_named};
+use crate::http::dates;
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{Json, Path};
+use crate::jobs::{Plan, Refused};
+use crate::settlement::Trigger;
+use crate::startup::AppState;
+use crate::store;
+
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackfillRequest {
+    /// First business date (YYYY-MM-DD).
+    #[serde(deserialize_with = "dates::date")]
+    #[schema(value_type = String, format = Date)]
+    pub from: NaiveDate,
+    /// Last business date, inclusive; it must have ended.
+    #[serde(deserialize_with = "dates::date")]
+    #[schema(value_type = String, format = Date)]
+    pub to: NaiveDate,
+}
+
+/// A backfill that won the lock and is settling its dates.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BackfillStarted {
+    pub task_name: String,
+    pub fencing_token: i64,
+    /// The dates being settled, oldest first (dates already settled are skipped).
+    pub dates: Vec<NaiveDate>,
+}
+
+/// Settles a range of business dates, oldest first, each with its own execution record.
+#[utoipa::path(
+    post, path = "/{name}/backfill", tag = "jobs",
+    params(("name" = String, Path, description = "Job name")),
+    request_body = BackfillRequest,
+    responses(
+        (status = 202, description = "Started", body = BackfillStarted),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Needs the admin role", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The lock is held, the job is running here, or every date is settled", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid range", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The lock store is unavailable or the service is stopping", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn backfill_job(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Json(body): Json<BackfillRequest>,
+) -> Result<(StatusCode, Json<BackfillStarted>), ApiError> {
+    let job = job_named(&state, &name)?;
+    let today = store::clock::business_today(&state.pool, job.business_tz()).await?;
+    ended_dates(body.from, body.to, today, "from", "to")?;
+    let days = (body.to - body.from).num_days() + 1;
+    let max = job.backfill_max_days();
+    if days > i64::from(max) {
+        return Err(ApiError::invalid("to", format!("the range has {days} dates; at most {max} (FINESETTLE_BACKFILL_MAX_DAYS)")));
+    }
+    let dates: Vec<NaiveDate> = body.from.iter_days().take(days as usize).collect();
+    // Checked before the lock too, so the answer does not depend on lock_at_least_for.
+    if store::executions::settled_among(&state.pool, job.task_name(), &dates).await?.len() == dates.len() {
+        return Err(Refused::NothingToDo.into());
+    }
+    let now = store::clock::now(&state.pool).await?;
+    let started = job.start(Trigger::Manual, now, Plan::Dates(dates)).await?;
+    let response = BackfillStarted {
+        task_name: job.task_name().to_owned(),
+        fencing_token: started.fencing_token,
+        dates: started.dates.clone(),
+    };
+    // The run goes on in the background; `started` is dropped, not awaited.
+    drop(started);
+    Ok((StatusCode::ACCEPTED, Json(response)))
+}

@@ -1,0 +1,33 @@
+use axum::extract::State;
+
+use super::{Execution, job_named};
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{Json, Path, Query};
+use crate::http::pagination::{Page, PageParams};
+use crate::startup::AppState;
+use crate::store;
+
+/// The job's execution records, newest first: one per business date per run.
+#[utoipa::path(
+    get, path = "/{name}/executions", tag = "jobs",
+    params(("name" = String, Path, description = "Job name"), PageParams),
+    responses(
+        (status = 200, description = "A page of executions", body = Page<Execution>),
+        (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Needs the admin role", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_executions(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(params): Query<PageParams>,
+) -> Result<Json<Page<Execution>>, ApiError> {
+    let job = job_named(&state, &name)?;
+    let page = params.validate()?;
+    let rows = store::executions::list(&state.pool, job.task_name(), page).await?;
+    Ok(Json(Page::from_rows(rows, page, |r| r.id).map(Execution::from)))
+}

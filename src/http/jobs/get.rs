@@ -1,0 +1,64 @@
+use axum::extract::State;
+use chrono::SecondsFormat;
+
+use super::{Execution, Fire, Job, job_named};
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{Json, Path};
+use crate::http::locks::Lock;
+use crate::jobs::SettleJob;
+use crate::schedule::settle_target;
+use crate::startup::AppState;
+use crate::store;
+
+/// How many upcoming fires the job view shows.
+const NEXT_FIRES: usize = 5;
+
+/// A job: schedule, next fires, last execution, lock holder.
+#[utoipa::path(
+    get, path = "/{name}", tag = "jobs",
+    params(("name" = String, Path, description = "Job name, e.g. settle-fines")),
+    responses(
+        (status = 200, description = "The job", body = Job),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Needs the admin role", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_job(State(state): State<AppState>, Path(name): Path<String>) -> Result<Json<Job>, ApiError> {
+    let job = job_named(&state, &name)?;
+    Ok(Json(describe(&state, job).await?))
+}
+
+pub(super) async fn describe(state: &AppState, job: &SettleJob) -> Result<Job, ApiError> {
+    let pool = &state.pool;
+    let now = store::clock::now(pool).await?;
+    let schedule = job.schedule();
+    let tz = schedule.tz();
+    let next_fires = schedule
+        .upcoming(now, NEXT_FIRES)
+        .into_iter()
+        .map(|utc| Fire {
+            utc,
+            business: utc.with_timezone(&tz).to_rfc3339_opts(SecondsFormat::Secs, false),
+            settles: settle_target(utc, tz),
+        })
+        .collect();
+    let last_execution = store::executions::latest(pool, job.task_name()).await?.map(Execution::from);
+    let last_success_date = store::executions::last_success(pool, job.task_name()).await?;
+    let locks = job.lock().list().await.map_err(|e| ApiError::Internal(e.into()))?;
+    let lock = locks.into_iter().find(|l| l.task_name == job.task_name()).map(Lock::from);
+    let settings = &state.settings.job;
+    Ok(Job {
+        name: job.task_name().to_owned(),
+        cron: schedule.expr().to_owned(),
+        time_zone: tz.name().to_owned(),
+        next_fires,
+        last_success_date,
+        last_execution,
+        lock,
+        lock_at_most_for_seconds: settings.lock_at_most_for.as_secs(),
+        lock_at_least_for_seconds: settings.lock_at_least_for.as_secs(),
+        backfill_max_days: settings.backfill_max_days,
+    })
+}

@@ -1,0 +1,73 @@
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{Execution, ended_dates, job_named};
+use crate::http::dates;
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{Json, Path};
+use crate::jobs::{Plan, Refused};
+use crate::settlement::Trigger;
+use crate::startup::AppState;
+use crate::store;
+
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// The business date to settle (YYYY-MM-DD); it must have ended.
+    #[serde(deserialize_with = "dates::date")]
+    #[schema(value_type = String, format = Date)]
+    pub business_date: NaiveDate,
+}
+
+/// Settles one business date now, through the job's lock, fencing and records. Answers 202 with
+/// the execution as soon as it is RUNNING; follow it in the executions list.
+#[utoipa::path(
+    post, path = "/{name}/runs", tag = "jobs",
+    params(("name" = String, Path, description = "Job name")),
+    request_body = RunRequest,
+    responses(
+        (status = 202, description = "Started", body = Execution),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Needs the admin role", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The lock is held, the job is running here, or the date is already settled", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid date", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The lock store is unavailable or the service is stopping", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn run_job(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Json(body): Json<RunRequest>,
+) -> Result<(StatusCode, Json<Execution>), ApiError> {
+    let job = job_named(&state, &name)?;
+    let date = body.business_date;
+    let today = store::clock::business_today(&state.pool, job.business_tz()).await?;
+    ended_dates(date, date, today, "business_date", "business_date")?;
+    // Checked before the lock too, so the answer does not depend on lock_at_least_for.
+    if !store::executions::settled_among(&state.pool, job.task_name(), &[date]).await?.is_empty() {
+        return Err(Refused::NothingToDo.into());
+    }
+    let now = store::clock::now(&state.pool).await?;
+    let started = job.start(Trigger::Manual, now, Plan::Dates(vec![date])).await?;
+    let execution = wait_for_execution(&state, job.task_name(), date, started.fencing_token).await?;
+    Ok((StatusCode::ACCEPTED, Json(execution)))
+}
+
+/// The run inserts its RUNNING record right after winning the lock; wait for it (briefly).
+async fn wait_for_execution(state: &AppState, task: &str, date: NaiveDate, token: i64) -> Result<Execution, ApiError> {
+    for _ in 0..250 {
+        if let Some(row) = store::executions::find_by_token(&state.pool, task, date, token).await? {
+            return Ok(row.into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Err(ApiError::Internal(anyhow::anyhow!("the run started but its execution record did not appear within 5 s")))
+}

@@ -1,0 +1,22 @@
+use axum::extract::State;
+
+use super::Lock;
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::Json;
+use crate::http::pagination::Page;
+use crate::startup::AppState;
+
+/// Every job lock, held or not (a single page).
+#[utoipa::path(
+    get, path = "", tag = "locks",
+    responses(
+        (status = 200, description = "The locks", body = Page<Lock>),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Needs the admin role", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_locks(State(state): State<AppState>) -> Result<Json<Page<Lock>>, ApiError> {
+    let locks = state.job.lock().list().await.map_err(|e| ApiError::Internal(e.into()))?;
+    Ok(Json(Page { items: locks.into_iter().map(Lock::from).collect(), next_cursor: None }))
+}

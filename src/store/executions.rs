@@ -1,0 +1,255 @@
+//! Execution records (`task_execution`): one row per business date a run worked on.
+//!
+//! A row is inserted RUNNING when a date starts, so other replicas and operators see it running,
+//! and ends SUCCESS (in the same transaction as the date's writes) or FAILED. The partial unique
+//! index `task_execution_one_success` lets the database, not the code, guarantee at most one
+//! SUCCESS per `(task_name, business_date)`.
+//!
+//! These are the plain queries. The settlement's writes go through `settlement::records`, which
+//! wraps each in a fenced transaction; reads (the admin API, planning) may use them directly.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use sqlx::PgConnection;
+
+use super::PageRequest;
+
+/// One execution, with the fields of SPEC §6 "execution".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutionRow {
+    pub id: i64,
+    pub task_name: String,
+    pub business_date: NaiveDate,
+    /// `cron`, `startup` or `manual`.
+    pub trigger: String,
+    pub instance_id: String,
+    pub fencing_token: i64,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// `RUNNING`, `SUCCESS` or `FAILED`.
+    pub status: String,
+    pub affected_rows: i64,
+    pub error: Option<String>,
+}
+
+/// What a new execution needs.
+#[derive(Debug, Clone, Copy)]
+pub struct NewExecution<'a> {
+    pub task_name: &'a str,
+    pub business_date: NaiveDate,
+    pub trigger: &'a str,
+    pub instance_id: &'a str,
+    pub fencing_token: i64,
+}
+
+/// Inserts a RUNNING execution unless the date already has a SUCCESS; `None` then.
+///
+/// The existence check and the insert are one statement; the unique index still has the last
+/// word at the end of the date, when the execution becomes SUCCESS.
+pub async fn insert_running(conn: &mut PgConnection, new: &NewExecution<'_>) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar!(
+        r#"
+        insert into task_execution (task_name, business_date, trigger, instance_id, fencing_token)
+        select $1, $2, $3, $4, $5
+        where not exists (
+            select 1 from task_execution
+            where task_name = $1 and business_date = $2 and status = 'SUCCESS'
+        )
+        returning id
+        "#,
+        new.task_name,
+        new.business_date,
+        new.trigger,
+        new.instance_id,
+        new.fencing_token
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// The SUCCESS execution of a date, if any.
+pub async fn find_success(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &str,
+    business_date: NaiveDate,
+) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar!(
+        r#"
+        select id from task_execution
+        where task_name = $1 and business_date = $2 and status = 'SUCCESS'
+        "#,
+        task_name,
+        business_date
+    )
+    .fetch_optional(executor)
+    .await
+}
+
+/// RUNNING → SUCCESS with the number of rows the date wrote. `false` when the execution was no
+/// longer RUNNING (nothing changed then).
+pub async fn mark_success(conn: &mut PgConnection, id: i64, affected_rows: i64) -> sqlx::Result<bool> {
+    let done = sqlx::query!(
+        r#"
+        update task_execution
+        set status = 'SUCCESS', finished_at = now(), affected_rows = $2
+        where id = $1 and status = 'RUNNING'
+        "#,
+        id,
+        affected_rows
+    )
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// RUNNING → FAILED with the error. `false` when the execution was no longer RUNNING.
+pub async fn mark_failed(conn: &mut PgConnection, id: i64, error: &str) -> sqlx::Result<bool> {
+    let done = sqlx::query!(
+        r#"
+        update task_execution
+        set status = 'FAILED', finished_at = now(), error = $2
+        where id = $1 and status = 'RUNNING'
+        "#,
+        id,
+        error
+    )
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Marks every RUNNING execution of `task_name` started under a fencing token older than
+/// `current_token` FAILED: their holder lost the lock, so they can never finish. Returns how many.
+pub async fn abandon_older(conn: &mut PgConnection, task_name: &str, current_token: i64) -> sqlx::Result<u64> {
+    let error = format!("abandoned: the lock passed to fencing token {current_token}");
+    let done = sqlx::query!(
+        r#"
+        update task_execution
+        set status = 'FAILED', finished_at = now(), error = $3
+        where task_name = $1 and status = 'RUNNING' and fencing_token < $2
+        "#,
+        task_name,
+        current_token,
+        error
+    )
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// The latest business date with a SUCCESS.
+pub async fn last_success(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Option<NaiveDate>> {
+    sqlx::query_scalar!(
+        r#"
+        select business_date from task_execution
+        where task_name = $1 and status = 'SUCCESS'
+        order by business_date desc
+        limit 1
+        "#,
+        task_name
+    )
+    .fetch_optional(executor)
+    .await
+}
+
+/// Which of `dates` already have a SUCCESS.
+pub async fn settled_among(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &str,
+    dates: &[NaiveDate],
+) -> sqlx::Result<HashSet<NaiveDate>> {
+    let rows = sqlx::query_scalar!(
+        r#"
+        select business_date from task_execution
+        where task_name = $1 and status = 'SUCCESS' and business_date = any($2)
+        "#,
+        task_name,
+        dates
+    )
+    .fetch_all(executor)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
+pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<ExecutionRow>> {
+    sqlx::query_as!(
+        ExecutionRow,
+        r#"
+        select id, task_name, business_date, trigger, instance_id, fencing_token, started_at,
+               finished_at, status, affected_rows, error
+        from task_execution
+        where id = $1
+        "#,
+        id
+    )
+    .fetch_optional(executor)
+    .await
+}
+
+/// Newest first; the cursor is the last id seen (rows with smaller ids follow).
+pub async fn list(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &str,
+    page: PageRequest,
+) -> sqlx::Result<Vec<ExecutionRow>> {
+    sqlx::query_as!(
+        ExecutionRow,
+        r#"
+        select id, task_name, business_date, trigger, instance_id, fencing_token, started_at,
+               finished_at, status, affected_rows, error
+        from task_execution
+        where task_name = $1 and ($2::bigint = 0 or id < $2)
+        order by id desc
+        limit $3
+        "#,
+        task_name,
+        page.after,
+        page.fetch()
+    )
+    .fetch_all(executor)
+    .await
+}
+
+/// The newest execution of `task_name` (the jobs view).
+pub async fn latest(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Option<ExecutionRow>> {
+    sqlx::query_as!(
+        ExecutionRow,
+        r#"
+        select id, task_name, business_date, trigger, instance_id, fencing_token, started_at,
+               finished_at, status, affected_rows, error
+        from task_execution
+        where task_name = $1
+        order by id desc
+        limit 1
+        "#,
+        task_name
+    )
+    .fetch_optional(executor)
+    .await
+}
+
+/// The execution a given run (fencing token) started for `business_date`.
+pub async fn find_by_token(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &str,
+    business_date: NaiveDate,
+    fencing_token: i64,
+) -> sqlx::Result<Option<ExecutionRow>> {
+    sqlx::query_as!(
+        ExecutionRow,
+        r#"
+        select id, task_name, business_date, trigger, instance_id, fencing_token, started_at,
+               finished_at, status, affected_rows, error
+        from task_execution
+        where task_name = $1 and business_date = $2 and fencing_token = $3
+        order by id desc
+        limit 1
+        "#,
+        task_name,
+        business_date,
+        fencing_token
+    )
+    .fetch_optional(executor)
+    .await
+}

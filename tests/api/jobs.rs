@@ -1,0 +1,169 @@
+//! The admin view of the settlement job: schedule, manual runs, backfills, executions, attempts,
+//! locks.
+
+use std::time::Duration;
+
+use chrono::NaiveDate;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::{LIBRARIAN_TOKEN, TestApp, spawn_app};
+
+const JOB: &str = "/api/v1/jobs/settle-fines";
+
+/// Polls the executions list until the execution `id` is no longer RUNNING.
+async fn finished_execution(app: &TestApp, id: i64) -> Value {
+    for _ in 0..300 {
+        let page = app.get(&format!("{JOB}/executions?limit=500")).await;
+        let found = page.ok(200)["items"].as_array().unwrap().iter().find(|e| e["id"] == id).cloned();
+        if let Some(execution) = found.filter(|e| e["status"] != "RUNNING") {
+            return execution;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("execution {id} did not finish");
+}
+
+async fn yesterday(app: &TestApp) -> NaiveDate {
+    app.today().await.pred_opt().unwrap()
+}
+
+#[tokio::test]
+async fn the_job_shows_its_schedule_in_utc_and_business_time() {
+    let app = spawn_app().await;
+    let jobs = app.get("/api/v1/jobs").await;
+    let job = &jobs.ok(200)["items"][0];
+    assert_eq!(job["name"], "settle-fines");
+    assert_eq!(job["cron"], "0 0 2 * * *");
+    assert_eq!(job["time_zone"], "Asia/Shanghai");
+    let fires = job["next_fires"].as_array().unwrap();
+    assert_eq!(fires.len(), 5);
+    for fire in fires {
+        // 02:00 in Shanghai is 18:00 UTC the day before.
+        assert!(fire["utc"].as_str().unwrap().ends_with("T18:00:00Z"), "{fire}");
+        assert!(fire["business"].as_str().unwrap().ends_with("T02:00:00+08:00"), "{fire}");
+    }
+    assert!(job["lock"].is_null() && job["last_execution"].is_null());
+    assert_eq!(app.get(JOB).await.ok(200)["name"], "settle-fines");
+    assert_eq!(app.get("/api/v1/jobs/nope").await.problem(404)["code"], "not_found");
+}
+
+#[tokio::test]
+async fn a_manual_run_answers_202_with_the_execution_and_settles_the_date() {
+    let app = spawn_app().await;
+    let date = yesterday(&app).await;
+    let reply = app.post(&format!("{JOB}/runs"), json!({ "business_date": date })).await;
+    let execution = reply.ok(202);
+    assert_eq!(execution["business_date"], date.to_string());
+    assert_eq!(execution["trigger"], "manual");
+    assert_eq!(execution["instance_id"], "test-replica");
+    let done = finished_execution(&app, execution["id"].as_i64().unwrap()).await;
+    assert_eq!(done["status"], "SUCCESS", "{done}");
+
+    // The attempt timeline says who ran it; the lock row shows the holder and its token.
+    let attempts = app.get(&format!("{JOB}/attempts")).await;
+    let attempt = &attempts.ok(200)["items"][0];
+    assert_eq!(attempt["outcome"], "WON");
+    assert_eq!(attempt["instance_id"], "test-replica");
+    let locks = app.get("/api/v1/locks").await;
+    let lock = &locks.ok(200)["items"][0];
+    assert_eq!(lock["task_name"], "settle-fines");
+    assert_eq!(lock["locked_by"], "test-replica");
+    assert_eq!(lock["fencing_token"], execution["fencing_token"]);
+
+    // At most one SUCCESS per date: a second run of the date is refused and changes nothing.
+    let before = app.row_counts().await;
+    let again = app.post(&format!("{JOB}/runs"), json!({ "business_date": date })).await;
+    assert_eq!(again.problem(409)["code"], "already_settled");
+    assert_eq!(app.row_counts().await, before);
+}
+
+#[tokio::test]
+async fn a_run_while_another_replica_holds_the_lock_is_409_and_recorded() {
+    let app = spawn_app().await;
+    sqlx::query(
+        "insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token, fencing_token)
+         values ('settle-fines', now() + interval '10 minutes', now(), 'replica-b', gen_random_uuid(), 4)",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let date = yesterday(&app).await;
+    let reply = app.post(&format!("{JOB}/runs"), json!({ "business_date": date })).await;
+    let problem = reply.problem(409);
+    assert_eq!(problem["code"], "lock_held");
+    assert!(problem["detail"].as_str().unwrap().contains("replica-b"));
+    let attempts = app.get(&format!("{JOB}/attempts")).await;
+    let attempt = &attempts.ok(200)["items"][0];
+    assert_eq!(attempt["outcome"], "HELD");
+    assert_eq!(attempt["holder"], "replica-b");
+    let executions = app.get(&format!("{JOB}/executions")).await;
+    assert!(executions.ok(200)["items"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn runs_and_backfills_refuse_dates_that_have_not_ended_and_bad_bodies() {
+    let app = spawn_app().await;
+    let before = app.row_counts().await;
+    let today = app.today().await;
+    let runs = format!("{JOB}/runs");
+    assert_eq!(app.post(&runs, json!({ "business_date": today })).await.invalid_fields(), ["business_date"]);
+    assert_eq!(app.post(&runs, json!({ "business_date": "2026-02-30" })).await.invalid_fields(), ["business_date"]);
+    assert_eq!(app.post(&runs, json!({ "business_date": 20260101 })).await.invalid_fields(), ["business_date"]);
+    assert_eq!(app.post(&runs, json!({})).await.invalid_fields(), ["business_date"]);
+    let backfill = format!("{JOB}/backfill");
+    let yesterday = today.pred_opt().unwrap();
+    assert_eq!(app.post(&backfill, json!({ "from": yesterday, "to": today })).await.invalid_fields(), ["to"]);
+    assert_eq!(
+        app.post(&backfill, json!({ "from": yesterday, "to": yesterday.pred_opt().unwrap() })).await.invalid_fields(),
+        ["from"]
+    );
+    let too_far = yesterday - chrono::Days::new(62);
+    assert_eq!(app.post(&backfill, json!({ "from": too_far, "to": yesterday })).await.invalid_fields(), ["to"]);
+    app.send_raw(Method::POST, &runs, crate::common::ADMIN_TOKEN, "application/json", "{").await.problem(400);
+    app.post("/api/v1/jobs/nope/runs", json!({ "business_date": yesterday })).await.problem(404);
+    assert_eq!(app.row_counts().await, before);
+}
+
+#[tokio::test]
+async fn a_backfill_settles_each_date_with_its_own_execution() {
+    let app = spawn_app().await;
+    let to = yesterday(&app).await;
+    let from = to - chrono::Days::new(4);
+    let reply = app.post(&format!("{JOB}/backfill"), json!({ "from": from, "to": to })).await;
+    let started = reply.ok(202);
+    assert_eq!(started["dates"].as_array().unwrap().len(), 5);
+    let token = started["fencing_token"].as_i64().unwrap();
+    let mut settled = Vec::new();
+    for _ in 0..300 {
+        let page = app.get(&format!("{JOB}/executions?limit=500")).await;
+        settled = page.ok(200)["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["status"] == "SUCCESS" && e["fencing_token"] == token)
+            .map(|e| e["business_date"].as_str().unwrap().to_owned())
+            .collect();
+        if settled.len() == 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    settled.sort();
+    let expected: Vec<String> = from.iter_days().take(5).map(|d| d.to_string()).collect();
+    assert_eq!(settled, expected);
+}
+
+#[tokio::test]
+async fn jobs_and_locks_need_the_admin_role() {
+    let app = spawn_app().await;
+    for path in ["/api/v1/jobs", JOB, "/api/v1/locks"] {
+        app.request(Method::GET, path, Some(LIBRARIAN_TOKEN), None).await.problem(403);
+    }
+    let before = app.row_counts().await;
+    let date = yesterday(&app).await;
+    app.request(Method::POST, &format!("{JOB}/runs"), Some(LIBRARIAN_TOKEN), Some(json!({ "business_date": date })))
+        .await
+        .problem(403);
+    assert_eq!(app.row_counts().await, before);
+}
