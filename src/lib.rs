@@ -10,6 +10,7 @@ pub mod domain;
 pub mod http;
 pub mod jobs;
 pub mod lock;
+pub mod reminders;
 pub mod schedule;
 pub mod settlement;
 pub mod startup;

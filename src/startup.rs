@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::alerts::{self, AlertWorkerConfig};
 use crate::config::{ApiTokens, Settings};
+use crate::reminders::{self, ReminderWorkerConfig};
 use crate::jobs::SettleJob;
 use crate::jobs::scheduler::Scheduler;
 use crate::lock::JobLock;
@@ -44,7 +45,7 @@ impl Application {
         // Validated now, so that a bad cron or webhook URL stops the process at start.
         let alerts = AlertWorkerConfig::from_settings(&settings)?;
         let listener = TcpListener::bind(settings.http_addr).await?;
-        let lock = JobLock::postgres(pool.clone());
+        let lock = JobLock::from_settings(pool.clone(), redis.clone(), &settings)?;
         let job = SettleJob::new(pool.clone(), lock, &settings)?;
         let state = AppState {
             pool,
@@ -74,6 +75,10 @@ impl Application {
         let mut workers = vec![telemetry::spawn_clock_skew_probe(pool.clone(), stop.clone())];
         let scheduler = if settings.scheduler_enabled {
             workers.push(tokio::spawn(alerts::run_alert_worker(pool.clone(), self.alerts, stop.clone())));
+            if let Some(redis) = self.state.redis.clone() {
+                let config = ReminderWorkerConfig::from_settings(&settings);
+                workers.push(tokio::spawn(reminders::run_reminder_worker(pool.clone(), redis, config, stop.clone())));
+            }
             Some(Scheduler::start(self.state.job.clone(), stop.child_token()).await?)
         } else {
             None

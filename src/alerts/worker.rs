@@ -81,6 +81,7 @@ async fn evaluation_loop(pool: &PgPool, config: &AlertWorkerConfig, stop: &Cance
         if let Err(error) = evaluate_once(pool, rules).await {
             tracing::error!(job.task_name = %rules.task_name, error = format!("{error:#}"), "alert evaluation failed");
         }
+        report_active_alerts(pool).await;
     }
 }
 
@@ -109,4 +110,17 @@ async fn delivery_loop(pool: &PgPool, webhook: &Webhook, config: &AlertWorkerCon
 
 fn batch_len(policy: &DeliveryPolicy) -> usize {
     usize::try_from(policy.batch_size).unwrap_or(usize::MAX).max(1)
+}
+
+/// Moves the active-alert gauge of every kind (0 for kinds with none active).
+async fn report_active_alerts(pool: &PgPool) {
+    match crate::store::alerts::count_active_by_kind(pool).await {
+        Ok(counts) => {
+            for kind in ["FAILED", "TIMEOUT", "MISSED"] {
+                let active = counts.iter().find(|(k, _)| k == kind).map_or(0, |(_, n)| *n);
+                crate::telemetry::metrics::alerts_active(kind, active);
+            }
+        }
+        Err(error) => tracing::warn!(%error, "could not count active alerts"),
+    }
 }

@@ -24,7 +24,8 @@ pub async fn settle_range(settings: Settings, from: NaiveDate, to: NaiveDate) ->
     store::database::migrate(&pool).await?;
     let today = store::clock::business_today(&pool, settings.business_tz).await?;
     anyhow::ensure!(to < today, "--to {to} has not ended yet in {} (today is {today})", settings.business_tz);
-    let job = SettleJob::new(pool.clone(), JobLock::postgres(pool.clone()), &settings)?;
+    let redis = settings.redis_url.as_deref().map(store::redis::pool).transpose()?;
+    let job = SettleJob::new(pool.clone(), JobLock::from_settings(pool.clone(), redis, &settings)?, &settings)?;
     let dates: Vec<NaiveDate> = from.iter_days().take(usize::try_from(days)?).collect();
     let now = store::clock::now(&pool).await?;
     let started = match job.start(Trigger::Manual, now, Plan::Dates(dates)).await {

@@ -9,8 +9,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Plan, SettleJob};
 use crate::lock::{Acquired, Lease, LeaseKeeper};
-use crate::settlement::{self, RunContext, Trigger, WalkReport};
+use crate::settlement::{self, DateStatus, RunContext, Trigger, WalkReport};
 use crate::store::attempts::{self, AttemptOutcome, NewAttempt};
+use crate::telemetry::metrics;
 
 /// Why a fire did not run. Each is recorded in the attempt timeline before it is returned.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -169,6 +170,7 @@ async fn walk(
         span,
     )
     .await;
+    report_metrics(&context, &report);
     let lost_lease = keeper.lost().is_cancelled();
     let lease = keeper.stop().await;
     if lost_lease {
@@ -187,6 +189,24 @@ async fn walk(
         "fire finished"
     );
     RunReport { fencing_token: lease.fencing_token, walk: report, lost_lease }
+}
+
+/// One execution metric per date; rows and the last-success gauge for settled dates.
+fn report_metrics(context: &RunContext, report: &WalkReport) {
+    let task = &context.task_name;
+    for outcome in &report.outcomes {
+        let status = if outcome.status == DateStatus::Success { "SUCCESS" } else { "FAILED" };
+        if outcome.status == DateStatus::AlreadySettled {
+            continue;
+        }
+        metrics::job_execution(task, context.trigger.as_str(), status, outcome.duration);
+        if let Some(counts) = outcome.counts {
+            metrics::rows(task, counts.accrued.unsigned_abs(), counts.settled.unsigned_abs());
+        }
+    }
+    if report.succeeded() > 0 {
+        metrics::last_success(task, Utc::now().timestamp());
+    }
 }
 
 /// Owner-checked release honouring lock_at_least_for. A failure is only logged: the lease then
@@ -237,6 +257,7 @@ impl Attempt<'_> {
             holder,
             detail,
         };
+        metrics::lock_attempt(&inner.spec.task_name, self.outcome.as_str());
         if let Err(error) = attempts::record(&inner.pool, &attempt).await {
             tracing::warn!(%error, attempt.outcome = self.outcome.as_str(), "could not record the attempt");
         }

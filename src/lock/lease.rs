@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{JobLock, Lease};
+use crate::telemetry::metrics;
 
 /// After a failed renewal, retry this soon (or at the next renewal, when that comes first).
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
@@ -126,6 +127,7 @@ impl Renewer {
             };
             match outcome {
                 Ok(Ok(Some(renewed))) => {
+                    metrics::lease_renewal(&self.lease.task_name, true);
                     self.lease = renewed;
                     self.deadline = sent + self.at_most_for;
                     self.renewals.fetch_add(1, Ordering::Relaxed);
@@ -133,6 +135,7 @@ impl Renewer {
                 }
                 Ok(Ok(None)) => return self.give_up("the lease was taken over or had expired"),
                 Ok(Err(e)) => {
+                    metrics::lease_renewal(&self.lease.task_name, false);
                     tracing::warn!(
                         task.name = %self.lease.task_name,
                         fencing_token = self.lease.fencing_token,
@@ -147,6 +150,7 @@ impl Renewer {
     }
 
     fn give_up(self, reason: &str) -> Lease {
+        metrics::lease_renewal(&self.lease.task_name, false);
         tracing::warn!(
             task.name = %self.lease.task_name,
             fencing_token = self.lease.fencing_token,

@@ -16,19 +16,25 @@
 //! - `at_least_for` keeps the lock for at least that long after it was taken, even when the run
 //!   ended at once, so a replica whose clock or trigger is a little late does not run it again.
 //!
-//! - [`postgres`]: the `task_lock` backend (the only one for now).
+//! - [`postgres`]: the `task_lock` backend (the default).
+//! - [`redis`]: the Redis backend (`FINESETTLE_LOCK_BACKEND=redis`), publishing its fencing token
+//!   to `task_lock` so that the fence below holds for it too.
 //! - [`lease`]: renewal in the background, and the signal that the lease was lost.
 //! - [`fence`]: the token check every settlement transaction starts with.
 
 pub mod fence;
 pub mod lease;
 pub mod postgres;
+pub mod redis;
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::config::{LockBackend, Settings};
+
+pub use self::redis::RedisLock;
 pub use fence::{FenceError, Fenced, guard};
 pub use lease::LeaseKeeper;
 pub use postgres::PgLock;
@@ -82,7 +88,7 @@ impl From<sqlx::Error> for LockError {
     }
 }
 
-/// A row of `task_lock` for the admin API (SPEC §6 "lock"), as of the database clock.
+/// A task's lock for the admin API (SPEC §6 "lock"), as of the lock store's clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockView {
     pub task_name: String,
@@ -95,11 +101,12 @@ pub struct LockView {
     pub held: bool,
 }
 
-/// The lock backend. An enum (not a trait object) so that the Redis backend can be added later as
-/// a second variant.
+/// The lock backend, chosen by `FINESETTLE_LOCK_BACKEND`. An enum rather than a trait object:
+/// the set of backends is closed, and each call stays a plain async method.
 #[derive(Debug, Clone)]
 pub enum JobLock {
     Postgres(PgLock),
+    Redis(RedisLock),
 }
 
 impl JobLock {
@@ -108,14 +115,34 @@ impl JobLock {
         JobLock::Postgres(PgLock::new(pool))
     }
 
-    /// Takes the lock when it is free or expired, in one atomic statement on the database clock.
-    pub async fn try_acquire(&self, spec: &LockSpec) -> Result<Acquired, LockError> {
-        match self {
-            JobLock::Postgres(lock) => lock.try_acquire(spec).await,
+    /// The Redis backend on `redis`, publishing fencing tokens to `task_lock` in `pool`.
+    pub fn redis(redis: deadpool_redis::Pool, pool: sqlx::PgPool) -> Self {
+        JobLock::Redis(RedisLock::new(redis, pool))
+    }
+
+    /// The backend `settings.job.lock_backend` names: the one place that choice is made, for
+    /// `serve` and the command line alike. The Redis backend needs the pool of `REDIS_URL`.
+    pub fn from_settings(
+        pool: sqlx::PgPool,
+        redis: Option<deadpool_redis::Pool>,
+        settings: &Settings,
+    ) -> anyhow::Result<Self> {
+        match (settings.job.lock_backend, redis) {
+            (LockBackend::Postgres, _) => Ok(JobLock::postgres(pool)),
+            (LockBackend::Redis, Some(redis)) => Ok(JobLock::redis(redis, pool)),
+            (LockBackend::Redis, None) => anyhow::bail!("FINESETTLE_LOCK_BACKEND=redis needs REDIS_URL"),
         }
     }
 
-    /// Pushes `locked_until` to the database's now() + `at_most_for`, only while `lease` is still
+    /// Takes the lock when it is free or expired, in one atomic step on the lock store's clock.
+    pub async fn try_acquire(&self, spec: &LockSpec) -> Result<Acquired, LockError> {
+        match self {
+            JobLock::Postgres(lock) => lock.try_acquire(spec).await,
+            JobLock::Redis(lock) => lock.try_acquire(spec).await,
+        }
+    }
+
+    /// Pushes `locked_until` to the lock store's now() + `at_most_for`, only while `lease` is still
     /// the holder (owner and fencing token match and `locked_until > now()`). `Ok(false)`: lost.
     pub async fn extend(&self, lease: &Lease, at_most_for: Duration) -> Result<bool, LockError> {
         Ok(self.renew(lease, at_most_for).await?.is_some())
@@ -126,6 +153,7 @@ impl JobLock {
     pub async fn renew(&self, lease: &Lease, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
         match self {
             JobLock::Postgres(lock) => lock.renew(lease, at_most_for).await,
+            JobLock::Redis(lock) => lock.renew(lease, at_most_for).await,
         }
     }
 
@@ -135,13 +163,15 @@ impl JobLock {
     pub async fn release(&self, lease: &Lease, at_least_for: Duration) -> Result<bool, LockError> {
         match self {
             JobLock::Postgres(lock) => lock.release(lease, at_least_for).await,
+            JobLock::Redis(lock) => lock.release(lease, at_least_for).await,
         }
     }
 
-    /// Every task's lock row, by task name.
+    /// Every task's lock, by task name.
     pub async fn list(&self) -> Result<Vec<LockView>, LockError> {
         match self {
             JobLock::Postgres(lock) => lock.list().await,
+            JobLock::Redis(lock) => lock.list().await,
         }
     }
 }

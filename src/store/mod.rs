@@ -14,6 +14,7 @@ pub mod fines;
 pub mod ledger;
 pub mod loans;
 pub mod members;
+pub mod notifications;
 
 /// A validated page request: the rows after id `after`, at most `limit` of them.
 #[derive(Debug, Clone, Copy)]

@@ -8,6 +8,7 @@
 
 pub mod database;
 pub mod fixtures;
+pub mod redis;
 
 use std::time::Duration;
 
@@ -44,6 +45,8 @@ pub struct TestApp {
     pub port: u16,
     pub pool: PgPool,
     pub settings: Settings,
+    /// The settlement job of this app, to fire it directly (tests with the scheduler off).
+    pub job: finesettle::jobs::SettleJob,
     pub client: reqwest::Client,
     stop: CancellationToken,
     server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
@@ -62,6 +65,20 @@ pub async fn spawn_app_with(customize: impl FnOnce(&mut Settings)) -> TestApp {
     spawn_on(database, customize).await
 }
 
+/// Starts the application on a fresh database with `REDIS_URL` naming a Redis logical database
+/// of its own (see [`redis`]), which the test may flush. Keep the `TestRedis` alive as long as
+/// the app: dropping it empties and releases the database.
+pub async fn spawn_app_with_redis(customize: impl FnOnce(&mut Settings)) -> (TestApp, self::redis::TestRedis) {
+    let redis = self::redis::TestRedis::create().await;
+    let url = redis.url();
+    let app = spawn_app_with(|settings| {
+        settings.redis_url = Some(url);
+        customize(settings);
+    })
+    .await;
+    (app, redis)
+}
+
 /// Starts another replica on the same database as `app`.
 pub async fn spawn_replica(app: &TestApp, customize: impl FnOnce(&mut Settings)) -> TestApp {
     spawn_on(app.database.share(), customize).await
@@ -74,6 +91,7 @@ async fn spawn_on(database: database::TestDatabase, customize: impl FnOnce(&mut 
     let application = Application::build(settings.clone()).await.expect("application builds");
     let port = application.port();
     let pool = application.state().pool.clone();
+    let job = application.state().job.clone();
     let stop = CancellationToken::new();
     let server_stop = stop.clone();
     let server = tokio::spawn(application.run_until_stopped(async move { server_stop.cancelled().await }));
@@ -82,6 +100,7 @@ async fn spawn_on(database: database::TestDatabase, customize: impl FnOnce(&mut 
         port,
         pool,
         settings,
+        job,
         client: reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .build()

@@ -1,14 +1,21 @@
-//! Many tasks locked by many contenders at once: each critical section is entered by exactly one.
+//! Many tasks locked by many contenders at once, on each backend: each critical section is
+//! entered by exactly one.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use finesettle::lock::{Acquired, JobLock};
+use finesettle::lock::Acquired;
 use tokio::sync::Barrier;
 
-use crate::common::spawn_app;
-use crate::{own_pool, spec};
+use crate::backend::{Backend, Fixture};
+use crate::spec;
+
+on_each_backend!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    every_round_has_exactly_one_winner_per_task,
+    free_running_contenders_never_share_a_section,
+);
 
 const TASKS: usize = 8;
 const CONTENDERS_PER_TASK: usize = 8;
@@ -46,10 +53,9 @@ fn task_name(task: usize) -> String {
     format!("task-{task}")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn every_round_has_exactly_one_winner_per_task() {
-    let app = spawn_app().await;
-    let lock = JobLock::postgres(own_pool(&app, 16).await);
+async fn every_round_has_exactly_one_winner_per_task(backend: Backend) {
+    let fx = Fixture::new(backend).await;
+    let (lock, _store) = fx.lock_on_own_store(16).await;
     let sections = Arc::new(Sections::new());
     let contenders = TASKS * CONTENDERS_PER_TASK;
     // start together; the winners release only once every contender of the round has tried
@@ -98,11 +104,10 @@ async fn every_round_has_exactly_one_winner_per_task() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn free_running_contenders_never_share_a_section() {
+async fn free_running_contenders_never_share_a_section(backend: Backend) {
     const ATTEMPTS: usize = 25;
-    let app = spawn_app().await;
-    let lock = JobLock::postgres(own_pool(&app, 16).await);
+    let fx = Fixture::new(backend).await;
+    let (lock, _store) = fx.lock_on_own_store(16).await;
     let sections = Arc::new(Sections::new());
     let wins = Arc::new(AtomicUsize::new(0));
 

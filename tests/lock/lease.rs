@@ -1,12 +1,20 @@
-//! Lease renewal while the job runs, and the `lost` signal when renewal can no longer succeed.
+//! Lease renewal while the job runs, and the `lost` signal when renewal can no longer succeed, on
+//! each backend.
 
 use std::time::Duration;
 
-use finesettle::lock::{JobLock, LeaseKeeper, LockSpec};
+use finesettle::lock::{LeaseKeeper, LockSpec};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::spawn_app;
-use crate::{TASK, acquire, expire, own_pool, spec, stored};
+use crate::backend::{Backend, Fixture};
+use crate::{TASK, acquire, spec};
+
+on_each_backend!(
+    the_keeper_pushes_locked_until_forward_while_the_job_runs,
+    the_keeper_signals_lost_when_the_lease_is_taken_over,
+    the_keeper_signals_lost_when_renewals_fail_until_the_lease_runs_out,
+    stopping_at_once_keeps_the_lease_as_granted,
+);
 
 /// A lease short enough for renewals to happen within a test.
 const SHORT: Duration = Duration::from_secs(3);
@@ -25,10 +33,9 @@ async fn wait_lost(lost: CancellationToken) {
         .expect("the keeper signals the lost lease");
 }
 
-#[tokio::test]
-async fn the_keeper_pushes_locked_until_forward_while_the_job_runs() {
-    let app = spawn_app().await;
-    let lock = JobLock::postgres(app.pool.clone());
+async fn the_keeper_pushes_locked_until_forward_while_the_job_runs(backend: Backend) {
+    let fx = Fixture::new(backend).await;
+    let lock = fx.lock.clone();
     let lease = acquire(&lock, &short_spec("replica-a")).await;
     let keeper = LeaseKeeper::start(lock.clone(), lease.clone(), SHORT);
     let lost = keeper.lost();
@@ -44,53 +51,49 @@ async fn the_keeper_pushes_locked_until_forward_while_the_job_runs() {
         (lease.owner_token, lease.fencing_token)
     );
     // a renewal cut short by stop() may still have landed, never gone backwards
-    assert!(stored(&app.pool, TASK).await.4 >= renewed.locked_until);
+    assert!(fx.stored(TASK).await.4 >= renewed.locked_until);
     assert!(lock.release(&renewed, Duration::ZERO).await.unwrap());
 }
 
-#[tokio::test]
-async fn the_keeper_signals_lost_when_the_lease_is_taken_over() {
-    let app = spawn_app().await;
-    let lock = JobLock::postgres(app.pool.clone());
+async fn the_keeper_signals_lost_when_the_lease_is_taken_over(backend: Backend) {
+    let fx = Fixture::new(backend).await;
+    let lock = fx.lock.clone();
     let lease = acquire(&lock, &short_spec("replica-a")).await;
     let keeper = LeaseKeeper::start(lock.clone(), lease.clone(), SHORT);
 
-    expire(&app.pool, TASK).await;
+    fx.expire(TASK).await;
     let successor = acquire(&lock, &short_spec("replica-b")).await;
     wait_lost(keeper.lost()).await;
     let renewals = keeper.renewals();
     let last = keeper.stop().await;
 
     assert_eq!(last.owner_token, lease.owner_token);
-    let (locked_by, owner_token, ..) = stored(&app.pool, TASK).await;
+    let (locked_by, owner_token, ..) = fx.stored(TASK).await;
     assert_eq!((locked_by.as_str(), owner_token), ("replica-b", successor.owner_token));
     assert!(!lock.release(&last, Duration::ZERO).await.unwrap());
     assert!(renewals <= 1, "no renewal succeeds after the takeover");
 }
 
-#[tokio::test]
-async fn the_keeper_signals_lost_when_renewals_fail_until_the_lease_runs_out() {
-    let app = spawn_app().await;
-    let pool = own_pool(&app, 2).await;
-    let lock = JobLock::postgres(pool.clone());
+async fn the_keeper_signals_lost_when_renewals_fail_until_the_lease_runs_out(backend: Backend) {
+    let fx = Fixture::new(backend).await;
+    let (lock, store) = fx.lock_on_own_store(2).await;
     let lease = acquire(&lock, &short_spec("replica-a")).await;
     let keeper = LeaseKeeper::start(lock, lease, SHORT);
     // the store becomes unreachable for this replica
-    pool.close().await;
+    store.close().await;
 
     wait_lost(keeper.lost()).await;
     assert_eq!(keeper.renewals(), 0);
     keeper.stop().await;
 }
 
-#[tokio::test]
-async fn stopping_at_once_keeps_the_lease_as_granted() {
-    let app = spawn_app().await;
-    let lock = JobLock::postgres(app.pool.clone());
+async fn stopping_at_once_keeps_the_lease_as_granted(backend: Backend) {
+    let fx = Fixture::new(backend).await;
+    let lock = fx.lock.clone();
     let lease = acquire(&lock, &spec(TASK, "replica-a")).await;
     let keeper = LeaseKeeper::start(lock.clone(), lease.clone(), Duration::from_secs(600));
     let lost = keeper.lost();
     assert_eq!(keeper.stop().await, lease);
     assert!(!lost.is_cancelled());
-    assert_eq!(stored(&app.pool, TASK).await.4, lease.locked_until);
+    assert_eq!(fx.stored(TASK).await.4, lease.locked_until);
 }

@@ -1,13 +1,41 @@
-//! The job lock against the real database: ShedLock's provider cases, contention, fencing and
-//! lease renewal.
+//! The job lock against the real database (and the real Redis): ShedLock's provider cases,
+//! contention, fencing and lease renewal, each run on both backends, and the Redis backend's own.
 
 #[path = "../common/mod.rs"]
 mod common;
 
+/// Runs each listed case, an `async fn(Backend)`, once per backend: as `<module>::postgres::<case>`
+/// and `<module>::redis::<case>`. An optional leading attribute replaces `#[tokio::test]`.
+macro_rules! on_each_backend {
+    (#[$test:meta] $($case:ident),+ $(,)?) => {
+        mod postgres {
+            $(
+                #[$test]
+                async fn $case() {
+                    super::$case($crate::backend::Backend::Postgres).await
+                }
+            )+
+        }
+        mod redis {
+            $(
+                #[$test]
+                async fn $case() {
+                    super::$case($crate::backend::Backend::Redis).await
+                }
+            )+
+        }
+    };
+    ($($case:ident),+ $(,)?) => {
+        on_each_backend!(#[tokio::test] $($case),+);
+    };
+}
+
 mod acquire;
+mod backend;
 mod contention;
 mod fence;
 mod lease;
+mod redis;
 
 use std::time::Duration;
 

@@ -117,5 +117,7 @@ pub async fn create_loan(
         book.id = loan.book_id,
         "book lent"
     );
+    // After the commit, so a rolled-back loan gets no reminder; never fails the request.
+    crate::reminders::loan_created(&state, loan.id, loan.due_on).await;
     Ok(Created::new(loan.location(), loan).into_response())
 }

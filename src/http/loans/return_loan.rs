@@ -76,6 +76,8 @@ pub async fn return_loan(
     match returned {
         Some(row) => {
             tracing::info!(loan.id = row.id, %returned_on, "book returned");
+            // A returned loan gets no reminder; never fails the request.
+            crate::reminders::loan_returned(&state, row.id).await;
             Ok(Json(Loan::new(row, business_date(now, tz))))
         }
         // Nothing open to return: say why.

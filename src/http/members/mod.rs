@@ -4,6 +4,7 @@ mod create;
 mod get;
 mod ledger;
 mod list;
+mod notifications;
 mod payments;
 
 use chrono::{DateTime, Utc};
@@ -21,6 +22,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(get::get_member))
         .routes(routes!(ledger::member_ledger))
         .routes(routes!(payments::create_payment))
+        .routes(routes!(notifications::member_notifications))
 }
 
 /// A member of the library and what they owe.

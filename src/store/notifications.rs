@@ -1,0 +1,161 @@
+//! Loan reminders sent to members (`notification`), and the open loans the reconciler checks.
+//!
+//! This table, not Redis, says whether a reminder was sent: `notification_once` keeps one row per
+//! loan and kind, so a reminder delivered twice (a consumer that died before acknowledging, a
+//! reconciler racing a consumer) is recorded once.
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+use super::PageRequest;
+use crate::reminders::{Reminder, ReminderKind};
+
+/// A notification, with its kind parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotificationRow {
+    pub id: i64,
+    pub loan_id: i64,
+    pub member_id: i64,
+    pub kind: ReminderKind,
+    pub sent_at: DateTime<Utc>,
+}
+
+/// A row as selected: `kind` is still text (a check constraint keeps it to the two names).
+struct StoredNotification {
+    id: i64,
+    loan_id: i64,
+    member_id: i64,
+    kind: String,
+    sent_at: DateTime<Utc>,
+}
+
+impl TryFrom<StoredNotification> for NotificationRow {
+    type Error = sqlx::Error;
+
+    fn try_from(row: StoredNotification) -> sqlx::Result<Self> {
+        Ok(NotificationRow {
+            kind: row.kind.parse().map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+            id: row.id,
+            loan_id: row.loan_id,
+            member_id: row.member_id,
+            sent_at: row.sent_at,
+        })
+    }
+}
+
+/// Records the reminders that are still worth sending, at `sent_at` (business date `today`);
+/// returns how many rows were inserted. The others are left out, silently:
+///
+/// - sent before (`on conflict do nothing`: a redelivery is harmless);
+/// - of a returned loan, or of no loan at all;
+/// - `DUE_TOMORROW` of a loan due on or before `today` (late "due tomorrow" is wrong).
+///
+/// The loan rows are share-locked, so a return committing meanwhile waits for this statement,
+/// and one that committed before is seen: no reminder is recorded after its loan's return.
+pub async fn record(
+    executor: impl sqlx::PgExecutor<'_>,
+    reminders: &[Reminder],
+    sent_at: DateTime<Utc>,
+    today: NaiveDate,
+) -> sqlx::Result<u64> {
+    let loan_ids: Vec<i64> = reminders.iter().map(|r| r.loan_id).collect();
+    let kinds: Vec<String> = reminders.iter().map(|r| r.kind.as_str().to_owned()).collect();
+    let inserted = sqlx::query!(
+        r#"
+        insert into notification (loan_id, member_id, kind, sent_at)
+        select l.id, l.member_id, r.kind, $3
+        from unnest($1::bigint[], $2::text[]) as r (loan_id, kind)
+        join loan l on l.id = r.loan_id
+        where l.returned_on is null
+          and (r.kind <> 'DUE_TOMORROW' or l.due_on > $4)
+        for share of l
+        on conflict (loan_id, kind) do nothing
+        "#,
+        &loan_ids,
+        &kinds,
+        sent_at,
+        today
+    )
+    .execute(executor)
+    .await?;
+    Ok(inserted.rows_affected())
+}
+
+/// A page of one member's notifications, oldest first (walks `notification_member_id`).
+pub async fn list_for_member(
+    executor: impl sqlx::PgExecutor<'_>,
+    member_id: i64,
+    page: PageRequest,
+) -> sqlx::Result<Vec<NotificationRow>> {
+    sqlx::query_as!(
+        StoredNotification,
+        r#"
+        select id, loan_id, member_id, kind, sent_at
+        from notification
+        where member_id = $1 and id > $2
+        order by id
+        limit $3
+        "#,
+        member_id,
+        page.after,
+        page.fetch()
+    )
+    .fetch_all(executor)
+    .await?
+    .into_iter()
+    .map(NotificationRow::try_from)
+    .collect()
+}
+
+/// An open loan and which of its reminders are recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenLoan {
+    pub id: i64,
+    pub due_on: NaiveDate,
+    pub due_tomorrow_sent: bool,
+    pub overdue_sent: bool,
+}
+
+impl OpenLoan {
+    pub fn sent(&self, kind: ReminderKind) -> bool {
+        match kind {
+            ReminderKind::DueTomorrow => self.due_tomorrow_sent,
+            ReminderKind::Overdue => self.overdue_sent,
+        }
+    }
+}
+
+/// Open loans after id `after` (in id order, at most `limit`) that still have a reminder to
+/// send on business date `today`: no OVERDUE yet, or no DUE_TOMORROW while not yet due. Walks
+/// `loan_open_id`; each check is a probe of `notification_once`.
+pub async fn open_loans_missing_reminders(
+    executor: impl sqlx::PgExecutor<'_>,
+    today: NaiveDate,
+    after: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<OpenLoan>> {
+    sqlx::query_as!(
+        OpenLoan,
+        r#"
+        select id as "id!", due_on as "due_on!", due_tomorrow_sent as "due_tomorrow_sent!",
+               overdue_sent as "overdue_sent!"
+        from (
+            select l.id, l.due_on,
+                   exists (select 1 from notification n where n.loan_id = l.id and n.kind = 'DUE_TOMORROW')
+                       as due_tomorrow_sent,
+                   exists (select 1 from notification n where n.loan_id = l.id and n.kind = 'OVERDUE')
+                       as overdue_sent
+            from loan l
+            where l.returned_on is null and l.id > $2
+            order by l.id
+        ) open_loan
+        where not overdue_sent or (not due_tomorrow_sent and due_on > $1)
+        order by id
+        limit $3
+        "#,
+        today,
+        after,
+        limit
+    )
+    .fetch_all(executor)
+    .await
+}
