@@ -67,6 +67,26 @@ pub(super) async fn start(job: &SettleJob, trigger: Trigger, fired_at: DateTime<
         tracing::warn!(job.task_name = %inner.spec.task_name, job.trigger = trigger.as_str(), "fire skipped: the previous one is still running");
         return Err(Refused::Busy);
     };
+    // For explicit dates (an operator's run), a cheap look before taking the lock: when every
+    // date is settled already, say so without touching the lock, whose lock_at_least_for would
+    // otherwise answer "held" for a minute after the run that settled them. The plan is made
+    // again under the lock, which has the last word. Scheduled fires go straight to the lock.
+    let precheck = match &plan {
+        Plan::Dates(_) => pending_dates(job, &plan).await.map(Some),
+        Plan::CatchUp { .. } => Ok(None),
+    };
+    match precheck {
+        Ok(Some(dates)) if dates.is_empty() => {
+            attempt(AttemptOutcome::NothingToDo).record(None, None, None).await;
+            return Err(Refused::NothingToDo);
+        }
+        Ok(_) => {}
+        Err(error) => {
+            let detail = format!("planning failed: {error}");
+            attempt(AttemptOutcome::Unavailable).record(None, None, Some(&detail)).await;
+            return Err(Refused::Unavailable(detail));
+        }
+    }
     let lease = match inner.lock.try_acquire(&inner.spec).await {
         Ok(Acquired::Won(lease)) => lease,
         Ok(Acquired::Held { holder, locked_until }) => {
@@ -119,16 +139,21 @@ pub(super) async fn start(job: &SettleJob, trigger: Trigger, fired_at: DateTime<
 
 /// The dates this fire settles, after marking what older holders left RUNNING as abandoned.
 async fn plan_dates(job: &SettleJob, lease: &Lease, plan: Plan) -> sqlx::Result<Vec<NaiveDate>> {
+    settlement::records::abandon_stale(&job.inner.pool, &job.inner.spec.task_name, lease.fencing_token).await?;
+    pending_dates(job, &plan).await
+}
+
+/// The dates of `plan` that have no SUCCESS yet, oldest first.
+async fn pending_dates(job: &SettleJob, plan: &Plan) -> sqlx::Result<Vec<NaiveDate>> {
     let inner = &job.inner;
     let task = &inner.spec.task_name;
-    settlement::records::abandon_stale(&inner.pool, task, lease.fencing_token).await?;
     match plan {
         Plan::CatchUp { target } => {
-            settlement::dates_for_run(&inner.pool, task, inner.start_date, target, inner.backfill_max_days).await
+            settlement::dates_for_run(&inner.pool, task, inner.start_date, *target, inner.backfill_max_days).await
         }
         Plan::Dates(dates) => {
-            let settled = settlement::records::settled_among(&inner.pool, task, &dates).await?;
-            Ok(dates.into_iter().filter(|d| !settled.contains(d)).collect())
+            let settled = settlement::records::settled_among(&inner.pool, task, dates).await?;
+            Ok(dates.iter().copied().filter(|d| !settled.contains(d)).collect())
         }
     }
 }

@@ -8,7 +8,7 @@ use super::{ended_dates, job_named};
 use crate::http::dates;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path};
-use crate::jobs::{Plan, Refused};
+use crate::jobs::Plan;
 use crate::settlement::Trigger;
 use crate::startup::AppState;
 use crate::store;
@@ -66,10 +66,6 @@ pub async fn backfill_job(
         return Err(ApiError::invalid("to", format!("the range has {days} dates; at most {max} (FINESETTLE_BACKFILL_MAX_DAYS)")));
     }
     let dates: Vec<NaiveDate> = body.from.iter_days().take(days as usize).collect();
-    // Checked before the lock too, so the answer does not depend on lock_at_least_for.
-    if store::executions::settled_among(&state.pool, job.task_name(), &dates).await?.len() == dates.len() {
-        return Err(Refused::NothingToDo.into());
-    }
     let now = store::clock::now(&state.pool).await?;
     let started = job.start(Trigger::Manual, now, Plan::Dates(dates)).await?;
     let response = BackfillStarted {

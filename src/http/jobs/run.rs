@@ -10,7 +10,7 @@ use super::{Execution, ended_dates, job_named};
 use crate::http::dates;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path};
-use crate::jobs::{Plan, Refused};
+use crate::jobs::Plan;
 use crate::settlement::Trigger;
 use crate::startup::AppState;
 use crate::store;
@@ -51,10 +51,6 @@ pub async fn run_job(
     let date = body.business_date;
     let today = store::clock::business_today(&state.pool, job.business_tz()).await?;
     ended_dates(date, date, today, "business_date", "business_date")?;
-    // Checked before the lock too, so the answer does not depend on lock_at_least_for.
-    if !store::executions::settled_among(&state.pool, job.task_name(), &[date]).await?.is_empty() {
-        return Err(Refused::NothingToDo.into());
-    }
     let now = store::clock::now(&state.pool).await?;
     let started = job.start(Trigger::Manual, now, Plan::Dates(vec![date])).await?;
     let execution = wait_for_execution(&state, job.task_name(), date, started.fencing_token).await?;

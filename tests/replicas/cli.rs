@@ -1,0 +1,130 @@
+//! `finesettle settle` and `finesettle backfill` from a terminal: the same lock, fencing and
+//! records as the scheduled fires.
+
+use std::time::Duration;
+
+use finesettle::lock::{JobLock, LockSpec};
+
+use crate::checks::{assert_settled_exactly_once, attempts, executions};
+use crate::data::{days, ymd};
+use crate::process::{Finesettle, backfill};
+use crate::seed::{fixed_loans, migrated_db, seed};
+
+const WITHIN: Duration = Duration::from_secs(60);
+
+/// Settles one date twice with the CLI, `customize` applied to both commands: the first prints
+/// the date's outcome, the second says the date is already settled and exits 0.
+async fn settle_twice(customize: impl Fn(Finesettle) -> Finesettle) {
+    let (database, pool) = migrated_db().await;
+    let loans = seed(&pool, &fixed_loans(71)).await;
+    let date = ymd(2026, 3, 16);
+    let settle = ["settle", "--date", "2026-03-16"];
+    let operator = || customize(Finesettle::new(database.url(), "operator-console"));
+
+    let first = operator().run(&settle, WITHIN).await;
+    first.assert_success();
+    let line = first
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("2026-03-16"))
+        .unwrap_or_default();
+    assert!(line.contains("SUCCESS") && line.contains("rows="), "{}", first.output());
+    let recorded = executions(&pool).await;
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(
+        (
+            recorded[0].business_date,
+            recorded[0].trigger.as_str(),
+            recorded[0].instance_id.as_str()
+        ),
+        (date, "manual", "operator-console")
+    );
+
+    let second = operator().run(&settle, WITHIN).await;
+    second.assert_success();
+    assert!(
+        second
+            .stdout
+            .contains("every date from 2026-03-16 to 2026-03-16 is already settled"),
+        "{}",
+        second.output()
+    );
+    assert_eq!(
+        executions(&pool).await,
+        recorded,
+        "the second run recorded no execution"
+    );
+    assert_settled_exactly_once(&pool, &loans, &[date]).await;
+}
+
+#[tokio::test]
+async fn settle_prints_the_outcome_and_a_second_settle_of_the_date_says_already_settled() {
+    // The lock is free as soon as the first run released it: the second one finds the date
+    // settled.
+    settle_twice(|command| command.env("FINESETTLE_LOCK_AT_LEAST_FOR", "0s")).await;
+}
+
+#[tokio::test]
+async fn a_second_settle_within_lock_at_least_for_also_says_already_settled() {
+    // The default lock_at_least_for (1 minute): the first run's lock is still taken when the
+    // second one starts, although that run has ended and the date is settled.
+    settle_twice(|command| command).await;
+}
+
+#[tokio::test]
+async fn backfill_while_another_replica_holds_the_lock_fails_naming_the_holder() {
+    let (database, pool) = migrated_db().await;
+    let loans = seed(&pool, &fixed_loans(72)).await;
+    let (from, to) = (ymd(2026, 3, 1), ymd(2026, 3, 5));
+    let lock = JobLock::postgres(pool.clone());
+    let spec = LockSpec {
+        task_name: "settle-fines".to_owned(),
+        instance_id: "replica-elsewhere".to_owned(),
+        at_most_for: Duration::from_secs(60),
+        at_least_for: Duration::ZERO,
+    };
+    let lease = match lock.try_acquire(&spec).await.unwrap() {
+        finesettle::lock::Acquired::Won(lease) => lease,
+        held => panic!("the lock of a fresh database is free: {held:?}"),
+    };
+
+    let refused = Finesettle::new(database.url(), "operator-console")
+        .run(&backfill(from, to), WITHIN)
+        .await;
+    refused.assert_failure();
+    assert!(
+        refused
+            .stderr
+            .contains("not started: the lock is held by replica-elsewhere until"),
+        "{}",
+        refused.output()
+    );
+    assert!(
+        executions(&pool).await.is_empty(),
+        "the refused backfill settled nothing"
+    );
+    let seen: Vec<_> = attempts(&pool)
+        .await
+        .into_iter()
+        .map(|a| (a.instance_id, a.outcome, a.holder))
+        .collect();
+    assert_eq!(
+        seen,
+        [(
+            "operator-console".into(),
+            "HELD".into(),
+            Some("replica-elsewhere".into())
+        )]
+    );
+
+    // Once the other holder is done, the same command settles the range.
+    assert!(lock.release(&lease, Duration::ZERO).await.unwrap());
+    let done = Finesettle::new(database.url(), "operator-console")
+        .run(&backfill(from, to), WITHIN)
+        .await;
+    done.assert_success();
+    for date in days(from, to) {
+        assert!(done.stdout.contains(&format!("{date} SUCCESS")), "{}", done.output());
+    }
+    assert_settled_exactly_once(&pool, &loans, &days(from, to)).await;
+}

@@ -1,0 +1,150 @@
+//! Graceful shutdown: a `serve` process gets SIGTERM in the middle of a backfill started through
+//! the admin API.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::checks::{
+    Execution, assert_matches_oracle, assert_settled_exactly_once, executions, lock_expired, poll_until,
+};
+use crate::common::ADMIN_TOKEN;
+use crate::data::days;
+use crate::process::{Finesettle, Signal, backfill};
+use crate::seed::{busy_range, fixed_loans, migrated_db, seed};
+
+/// Starts a backfill of the busy range on a `serve` process with `FINESETTLE_SHUTDOWN_GRACE` =
+/// `grace`, and sends it SIGTERM while a date is half done: the date's accrual is kept waiting on
+/// a fine this test has locked. Once the process logged `release_after` (it has seen the signal),
+/// the fine is let go and the date goes on. Checks what every shutdown must leave: exit 0,
+/// nothing RUNNING, settled dates a prefix of the range and no trace of any other date, the lock
+/// released; then a later run completes the range. Answers the execution of the date that was
+/// running at SIGTERM, as it ended.
+async fn sigterm_in_the_middle_of_a_date(grace: &str, release_after: &str) -> Execution {
+    let (database, pool) = migrated_db().await;
+    let loans = seed(&pool, &fixed_loans(61)).await;
+    let (from, to) = busy_range();
+    let dates = days(from, to);
+    let mut serve = Finesettle::new(database.url(), "replica-p")
+        // Only the operator's backfill runs: no cron fire, no catch-up at start.
+        .env("FINESETTLE_SCHEDULER_ENABLED", "false")
+        .env("FINESETTLE_LOCK_AT_LEAST_FOR", "0s")
+        .env("FINESETTLE_SETTLE_BATCH_SIZE", "100")
+        .env("FINESETTLE_SHUTDOWN_GRACE", grace)
+        .spawn(&["serve"]);
+    let base = serve.base_url().await;
+
+    let started = reqwest::Client::new()
+        .post(format!("{base}/api/v1/jobs/settle-fines/backfill"))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({ "from": from, "to": to }))
+        .send()
+        .await
+        .expect("the backfill request is answered");
+    assert_eq!(started.status().as_u16(), 202);
+    let started: serde_json::Value = started.json().await.unwrap();
+    assert_eq!(
+        started["dates"].as_array().map(Vec::len),
+        Some(dates.len()),
+        "{started}"
+    );
+
+    // After the first date, hold the February fine of an open loan: every later February date
+    // moves it forward, so the next one waits for it in the middle of its accrual.
+    poll_until("the first date to settle", Duration::from_secs(60), async || {
+        serve.assert_running();
+        executions(&pool).await.into_iter().find(|e| e.status == "SUCCESS")
+    })
+    .await;
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::query(
+        "select f.id from fine_record f join loan l on l.id = f.loan_id \
+         where f.settle_month = '2026-02-01' and f.status = 'PENDING' and l.returned_on is null \
+         order by f.id limit 1 for update of f",
+    )
+    .fetch_one(&mut *holder)
+    .await
+    .expect("an open loan with a February fine");
+    let running = poll_until(
+        "a date to wait for the held fine",
+        Duration::from_secs(60),
+        async || {
+            serve.assert_running();
+            let waiting: i64 = sqlx::query_scalar(
+                "select count(*) from pg_stat_activity \
+             where datname = current_database() and wait_event_type = 'Lock'",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            let running = executions(&pool).await.into_iter().find(|e| e.status == "RUNNING");
+            running.filter(|_| waiting > 0)
+        },
+    )
+    .await;
+
+    serve.signal(Signal::Term);
+    serve.log_line(release_after, Duration::from_secs(30)).await;
+    holder.rollback().await.unwrap();
+    let stopped = serve.wait(Duration::from_secs(60)).await;
+    stopped.assert_success();
+
+    // Dates settled before the signal and perhaps the running one; nothing after it, nothing
+    // left RUNNING.
+    let after_stop = executions(&pool).await;
+    assert!(after_stop.iter().all(|e| e.status != "RUNNING"), "{after_stop:#?}");
+    assert!(
+        after_stop.iter().all(|e| e.business_date <= running.business_date),
+        "a date after the running one was started: {after_stop:#?}"
+    );
+    let ended = after_stop.iter().find(|e| e.id == running.id).unwrap().clone();
+    let settled: Vec<_> = after_stop
+        .iter()
+        .filter(|e| e.status == "SUCCESS")
+        .map(|e| e.business_date)
+        .collect();
+    let prefix_end = if ended.status == "SUCCESS" {
+        running.business_date
+    } else {
+        running.business_date.pred_opt().unwrap()
+    };
+    assert_eq!(
+        settled,
+        days(from, prefix_end),
+        "the settled dates are a prefix of the range"
+    );
+    // Never half-written: the rows are exactly those of the settled dates.
+    assert_matches_oracle(&pool, &loans, &settled).await;
+    assert!(lock_expired(&pool).await, "the lock was released");
+
+    // A later run completes the rest.
+    let rest = Finesettle::new(database.url(), "replica-q")
+        .env("FINESETTLE_SETTLE_BATCH_SIZE", "100")
+        .run(&backfill(from, to), Duration::from_secs(120))
+        .await;
+    rest.assert_success();
+    assert_settled_exactly_once(&pool, &loans, &dates).await;
+    ended
+}
+
+#[tokio::test]
+async fn sigterm_lets_the_running_date_finish_then_releases_the_lock_and_exits_0() {
+    // Released once the process stopped taking fires: the date still has the whole grace.
+    let ended = sigterm_in_the_middle_of_a_date("30s", "shutting down: no new fires").await;
+    assert_eq!((ended.status.as_str(), ended.error), ("SUCCESS", None));
+}
+
+#[tokio::test]
+async fn sigterm_past_the_grace_rolls_the_running_date_back_and_records_it_failed() {
+    // Released once the grace ran out: the date notices at its next batch and rolls back.
+    let ended = sigterm_in_the_middle_of_a_date(
+        "0s",
+        "settlement still running after the grace period; abandoning its date",
+    )
+    .await;
+    assert_eq!(ended.status, "FAILED");
+    assert_eq!(
+        ended.error.as_deref(),
+        Some("abandoned: the run was stopped before the date finished (lease lost or shutdown)")
+    );
+}
