@@ -1,0 +1,117 @@
+//! The settlement procedure (SPEC §2 items 3-5): what one run does with the lock it holds.
+//!
+//! The job runner (`crate::jobs`) takes the lock, then hands this module a [`RunContext`] (who is
+//! running, with which fencing token) and the business dates to settle:
+//!
+//! 1. [`dates_for_run`] answers which dates a fire settles: from the day after the last SUCCESS
+//!    through the target, oldest first, capped (the rule itself is `domain::dates_to_settle`).
+//! 2. [`settle_dates`] walks them oldest first. Each date gets an execution record ([`records`])
+//!    and is settled by [`settle_date`] in ONE transaction that also marks the record SUCCESS.
+//!    The first date that fails stops the walk; the later ones wait for the next run, which starts
+//!    again from the day after the last SUCCESS.
+//!
+//! # One transaction per business date
+//!
+//! For a date `D` the transaction is: the fence guard (first statement), accrue ([`accrue`]),
+//! settle ([`settle`]), mark the execution SUCCESS, commit. So a date is either wholly done and
+//! recorded SUCCESS, or not done at all: a failure inside a date (a refused statement, a lost
+//! connection, a fencing refusal, a shutdown that cannot wait) rolls back every write of that
+//! date, and the next run simply does the date again. Nothing is ever half-settled, and no
+//! compensation logic is needed.
+//!
+//! Within that transaction the work is still cut into bounded batches (`batch_size` rows per
+//! statement): each statement stays short and plannable, memory stays flat, and a stop request is
+//! noticed between batches instead of after the whole date.
+//!
+//! # Why reruns and out-of-order runs converge
+//!
+//! Every value written is a pure function of the loan and the date, and every write is
+//! conditioned on the row's state:
+//! - accrual writes a fine's amount as of `accrued_through = min(D, month end, returned_on)` and
+//!   only moves `accrued_through` forward, and never touches a SETTLED or VOID fine;
+//! - settlement recomputes the fine's *final* amount from the loan (so a skipped date or a
+//!   back-dated return cannot leave a stale amount), only moves PENDING fines, and posts the
+//!   CHARGE with `on conflict do nothing` on the unique `(fine_id, kind)` index.
+//!
+//! Running a date twice therefore changes nothing the second time, and running the dates of a
+//! contiguous range in any order leaves the same rows as running them once in order (the tests
+//! in `tests/settlement` check both against an independent day-by-day oracle).
+
+pub mod accrue;
+mod date;
+pub mod records;
+pub mod settle;
+mod walk;
+
+use std::time::Duration;
+
+use crate::lock::{FenceError, Fenced};
+
+pub use date::settle_date;
+pub use records::Trigger;
+pub use walk::{DateOutcome, DateStatus, WalkReport, dates_for_run, settle_dates, settle_dates_observed};
+
+/// Who is running, with which lease: every write of the run carries `fencing_token` and is
+/// refused by the database once that token is no longer the task's current one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunContext {
+    /// The job's task name (`settle-fines`): the key of its lock and its execution records.
+    pub task_name: String,
+    /// The token of the lease this run holds.
+    pub fencing_token: i64,
+    /// This replica, for people reading the execution records.
+    pub instance_id: String,
+    pub trigger: Trigger,
+    /// Rows per statement in the accrue and settle steps (`FINESETTLE_SETTLE_BATCH_SIZE`).
+    pub batch_size: i64,
+}
+
+/// What one business date wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DateCounts {
+    /// Fines inserted or moved forward by the accrual.
+    pub accrued: i64,
+    /// PENDING fines that became SETTLED.
+    pub settled: i64,
+    /// PENDING fines that became VOID (no overdue day left after a back-dated return).
+    pub voided: i64,
+    /// CHARGE entries posted. Fewer than `settled` only for zero-amount fines (a loan with a
+    /// daily fine of 0): the ledger accepts no zero CHARGE, and such a fine owes nothing.
+    pub charged: i64,
+    /// Time spent in the accrue step.
+    pub accrue_time: Duration,
+    /// Time spent in the settle step.
+    pub settle_time: Duration,
+}
+
+impl DateCounts {
+    /// The execution record's `affected_rows`: fines accrued plus fines made final.
+    pub fn affected_rows(&self) -> i64 {
+        self.accrued + self.settled + self.voided
+    }
+}
+
+/// Why a business date did not complete. Its transaction was rolled back in every case.
+#[derive(Debug, thiserror::Error)]
+pub enum SettleError {
+    /// The run's fencing token is no longer current: another holder took the lock over.
+    #[error(transparent)]
+    Fenced(#[from] Fenced),
+    /// The run was asked to stop (lease lost, shutdown grace over) before the date finished.
+    #[error("abandoned: the run was stopped before the date finished (lease lost or shutdown)")]
+    Abandoned,
+    /// The execution record was no longer RUNNING when the date was about to commit.
+    #[error("execution {0} is no longer RUNNING; the date was rolled back")]
+    RecordGone(i64),
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+impl From<FenceError> for SettleError {
+    fn from(e: FenceError) -> Self {
+        match e {
+            FenceError::Fenced(f) => SettleError::Fenced(f),
+            FenceError::Db(e) => SettleError::Db(e),
+        }
+    }
+}

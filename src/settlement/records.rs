@@ -1,0 +1,178 @@
+//! Execution records as the settlement writes them: every write fenced like the settlement's own.
+//!
+//! A date's record lives through three transactions:
+//! 1. [`start`]: a small fenced transaction inserts it RUNNING and commits at once, so other
+//!    replicas and operators see that the date is being worked on (and the TIMEOUT alert can see
+//!    a run that hangs);
+//! 2. [`succeed`]: inside the date's own transaction, so the SUCCESS commits with the date's
+//!    writes or not at all;
+//! 3. on failure, [`fail`] in its own fenced transaction (the date's was rolled back).
+//!
+//! If the fence refuses [`fail`], the lock has passed to another holder; that holder calls
+//! [`abandon_stale`] right after winning, which closes every RUNNING record of older tokens.
+//! Either way no record stays RUNNING for good.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+use sqlx::{PgConnection, PgPool};
+
+use super::RunContext;
+use crate::lock::{FenceError, fence};
+use crate::store::executions::{self, NewExecution};
+
+pub use crate::store::executions::{ExecutionRow, find, last_success, list};
+
+/// What started a run (`task_execution.trigger`, `task_attempt.trigger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trigger {
+    /// The cron schedule.
+    Cron,
+    /// The catch-up of a replica that started after a scheduled time.
+    Startup,
+    /// An operator: the admin API or the CLI.
+    Manual,
+}
+
+impl Trigger {
+    pub const ALL: [Trigger; 3] = [Trigger::Cron, Trigger::Startup, Trigger::Manual];
+
+    /// The stored and wire spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Cron => "cron",
+            Trigger::Startup => "startup",
+            Trigger::Manual => "manual",
+        }
+    }
+}
+
+impl fmt::Display for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A text that names no trigger.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown trigger {0:?}: expected cron, startup or manual")]
+pub struct ParseTriggerError(pub String);
+
+impl FromStr for Trigger {
+    type Err = ParseTriggerError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Trigger::ALL
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| ParseTriggerError(s.to_owned()))
+    }
+}
+
+/// The answer of [`start`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartOutcome {
+    /// A new RUNNING execution.
+    Running { execution_id: i64 },
+    /// The date already has a SUCCESS (this execution); there is nothing to run. At most one
+    /// SUCCESS per date is the contract, and a settled date would change nothing anyway.
+    AlreadySettled { execution_id: i64 },
+}
+
+/// Records that this run starts `date`: a RUNNING execution, in its own fenced transaction.
+pub async fn start(pool: &PgPool, ctx: &RunContext, date: NaiveDate) -> Result<StartOutcome, FenceError> {
+    let mut tx = pool.begin().await?;
+    fence::guard(&mut tx, &ctx.task_name, ctx.fencing_token).await?;
+    let new = NewExecution {
+        task_name: &ctx.task_name,
+        business_date: date,
+        trigger: ctx.trigger.as_str(),
+        instance_id: &ctx.instance_id,
+        fencing_token: ctx.fencing_token,
+    };
+    let started = match executions::insert_running(&mut tx, &new).await? {
+        Some(execution_id) => StartOutcome::Running { execution_id },
+        None => {
+            let execution_id = executions::find_success(&mut *tx, &ctx.task_name, date)
+                .await?
+                .ok_or(sqlx::Error::RowNotFound)?;
+            StartOutcome::AlreadySettled { execution_id }
+        }
+    };
+    tx.commit().await?;
+    Ok(started)
+}
+
+/// Marks the execution SUCCESS inside the date's transaction `tx`. `false` when it is no longer
+/// RUNNING; the caller must then roll the date back.
+///
+/// A second SUCCESS for the same date violates `task_execution_one_success` and fails the date's
+/// transaction: the database has the last word on "at most once".
+pub async fn succeed(tx: &mut PgConnection, execution_id: i64, affected_rows: i64) -> sqlx::Result<bool> {
+    executions::mark_success(tx, execution_id, affected_rows).await
+}
+
+/// Marks the execution FAILED with `error`, in its own fenced transaction.
+///
+/// `Ok(false)` when the fence refused (the new holder's [`abandon_stale`] closes the record) or
+/// the record was no longer RUNNING.
+pub async fn fail(pool: &PgPool, ctx: &RunContext, execution_id: i64, error: &str) -> sqlx::Result<bool> {
+    let mut tx = pool.begin().await?;
+    match fence::guard(&mut tx, &ctx.task_name, ctx.fencing_token).await {
+        Ok(()) => {}
+        Err(FenceError::Fenced(_)) => return Ok(false),
+        Err(FenceError::Db(e)) => return Err(e),
+    }
+    let failed = executions::mark_failed(&mut tx, execution_id, error).await?;
+    tx.commit().await?;
+    Ok(failed)
+}
+
+/// Marks RUNNING executions of `task_name` started under a token older than `current_token`
+/// FAILED with `abandoned: the lock passed to fencing token N`. The new holder calls this right
+/// after winning the lock: those runs lost their lease and can no longer commit anything.
+///
+/// Fenced like every job write. A caller whose token is itself no longer current changes nothing
+/// and gets `Ok(0)`: the current holder does the cleanup.
+pub async fn abandon_stale(pool: &PgPool, task_name: &str, current_token: i64) -> sqlx::Result<u64> {
+    let mut tx = pool.begin().await?;
+    match fence::guard(&mut tx, task_name, current_token).await {
+        Ok(()) => {}
+        Err(FenceError::Fenced(_)) => return Ok(0),
+        Err(FenceError::Db(e)) => return Err(e),
+    }
+    let abandoned = executions::abandon_older(&mut tx, task_name, current_token).await?;
+    tx.commit().await?;
+    if abandoned > 0 {
+        tracing::warn!(
+            job.task_name = task_name,
+            lock.fencing_token = current_token,
+            job.executions = abandoned,
+            "executions of an earlier holder abandoned"
+        );
+    }
+    Ok(abandoned)
+}
+
+/// Which of `dates` already have a SUCCESS (a manual run or backfill skips them).
+pub async fn settled_among(pool: &PgPool, task_name: &str, dates: &[NaiveDate]) -> sqlx::Result<HashSet<NaiveDate>> {
+    executions::settled_among(pool, task_name, dates).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trigger_round_trips() {
+        for t in Trigger::ALL {
+            assert_eq!(t.as_str().parse::<Trigger>(), Ok(t));
+            assert_eq!(serde_json::to_string(&t).unwrap(), format!("\"{t}\""));
+        }
+        assert!("Cron".parse::<Trigger>().is_err());
+    }
+}

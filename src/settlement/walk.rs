@@ -1,0 +1,320 @@
+//! The backfill walk: the business dates of one run, oldest first, each its own unit.
+
+use std::time::{Duration, Instant};
+
+use chrono::NaiveDate;
+use sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
+
+use super::records::{self, StartOutcome};
+use super::{DateCounts, RunContext, SettleError, settle_date};
+use crate::domain::dates_to_settle;
+use crate::lock::FenceError;
+
+/// How one date of a walk ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DateStatus {
+    /// Settled and recorded SUCCESS.
+    Success,
+    /// Already had a SUCCESS; not run again.
+    AlreadySettled,
+    /// Failed and rolled back; recorded FAILED with the error. The walk stopped here.
+    Failed,
+    /// The fencing token is no longer current: nothing was written and the walk stopped. The
+    /// record (if one was started) is closed by the new holder.
+    Fenced,
+    /// Stopped mid-date (lease lost, shutdown grace over): rolled back, recorded FAILED.
+    Abandoned,
+}
+
+impl DateStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DateStatus::Success => "SUCCESS",
+            DateStatus::AlreadySettled => "ALREADY_SETTLED",
+            DateStatus::Failed => "FAILED",
+            DateStatus::Fenced => "FENCED",
+            DateStatus::Abandoned => "ABANDONED",
+        }
+    }
+}
+
+/// One date of a walk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DateOutcome {
+    pub date: NaiveDate,
+    /// The execution record; `None` when none could be started (fenced, database down).
+    pub execution_id: Option<i64>,
+    pub status: DateStatus,
+    /// The execution's `affected_rows` (0 unless SUCCESS).
+    pub rows: i64,
+    /// What the date wrote, when it succeeded.
+    pub counts: Option<DateCounts>,
+    pub duration: Duration,
+    /// The error recorded, for FAILED, FENCED and ABANDONED.
+    pub error: Option<String>,
+}
+
+/// What a walk did, date by date, and what it left for the next run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WalkReport {
+    /// The dates the walk reached, oldest first.
+    pub outcomes: Vec<DateOutcome>,
+    /// Dates not reached because the walk stopped first (a failure, fencing, a stop request).
+    pub not_run: Vec<NaiveDate>,
+}
+
+impl WalkReport {
+    /// Dates settled by this walk.
+    pub fn succeeded(&self) -> usize {
+        self.outcomes.iter().filter(|o| o.status == DateStatus::Success).count()
+    }
+
+    /// The date that stopped the walk (failed, fenced or abandoned), if any.
+    pub fn stopped_at(&self) -> Option<&DateOutcome> {
+        self.outcomes.last().filter(|o| {
+            matches!(
+                o.status,
+                DateStatus::Failed | DateStatus::Fenced | DateStatus::Abandoned
+            )
+        })
+    }
+
+    /// Whether the fence refused this run: another holder has the lock.
+    pub fn fenced(&self) -> bool {
+        self.outcomes.iter().any(|o| o.status == DateStatus::Fenced)
+    }
+
+    /// Whether every date was settled (now or before).
+    pub fn completed(&self) -> bool {
+        self.not_run.is_empty()
+            && self
+                .outcomes
+                .iter()
+                .all(|o| matches!(o.status, DateStatus::Success | DateStatus::AlreadySettled))
+    }
+
+    /// Rows written by the whole walk.
+    pub fn rows(&self) -> i64 {
+        self.outcomes.iter().map(|o| o.rows).sum()
+    }
+}
+
+/// The dates one run settles: from the day after the last SUCCESS of `task_name` (or from
+/// `start_date` when nothing succeeded yet, or `target` when that is unset too) through `target`,
+/// oldest first, at most `max_days`.
+pub async fn dates_for_run(
+    pool: &PgPool,
+    task_name: &str,
+    start_date: Option<NaiveDate>,
+    target: NaiveDate,
+    max_days: u32,
+) -> sqlx::Result<Vec<NaiveDate>> {
+    let last = records::last_success(pool, task_name).await?;
+    Ok(dates_to_settle(last, start_date, target, max_days))
+}
+
+/// Settles `dates` oldest first, each in its own transaction with its own execution record.
+///
+/// - `stop` (shutdown): checked between dates; the current date finishes.
+/// - `abort` (lease lost, shutdown grace over): checked between dates and between batches; the
+///   current date is rolled back and recorded FAILED `abandoned: ...`.
+///
+/// The first date that fails stops the walk: later dates build on it (a month's fines are
+/// settled on a later date), and the next run starts again from the day after the last SUCCESS.
+/// Never returns an error: every outcome is in the report (and in the records and the log).
+pub async fn settle_dates(
+    pool: &PgPool,
+    ctx: &RunContext,
+    dates: &[NaiveDate],
+    stop: &CancellationToken,
+    abort: &CancellationToken,
+) -> WalkReport {
+    settle_dates_observed(pool, ctx, dates, stop, abort, |_| {}).await
+}
+
+/// [`settle_dates`], calling `on_date` after each date (a CLI progress bar).
+pub async fn settle_dates_observed(
+    pool: &PgPool,
+    ctx: &RunContext,
+    dates: &[NaiveDate],
+    stop: &CancellationToken,
+    abort: &CancellationToken,
+    mut on_date: impl FnMut(&DateOutcome) + Send,
+) -> WalkReport {
+    let mut dates = dates.to_vec();
+    dates.sort_unstable();
+    dates.dedup();
+    let mut report = WalkReport::default();
+    for (i, &date) in dates.iter().enumerate() {
+        if stop.is_cancelled() || abort.is_cancelled() {
+            report.not_run = dates[i..].to_vec();
+            tracing::info!(
+                job.task_name = %ctx.task_name,
+                job.dates = report.not_run.len(),
+                "walk stopped before its remaining dates"
+            );
+            break;
+        }
+        let outcome = run_one(pool, ctx, date, abort).await;
+        on_date(&outcome);
+        let stops = !matches!(outcome.status, DateStatus::Success | DateStatus::AlreadySettled);
+        report.outcomes.push(outcome);
+        if stops {
+            report.not_run = dates[i + 1..].to_vec();
+            break;
+        }
+    }
+    report
+}
+
+/// Starts the record, runs the date, records the end, logs it.
+async fn run_one(pool: &PgPool, ctx: &RunContext, date: NaiveDate, abort: &CancellationToken) -> DateOutcome {
+    let started = Instant::now();
+    let mut outcome = DateOutcome {
+        date,
+        execution_id: None,
+        status: DateStatus::Failed,
+        rows: 0,
+        counts: None,
+        duration: Duration::ZERO,
+        error: None,
+    };
+    let execution_id = match records::start(pool, ctx, date).await {
+        Ok(StartOutcome::Running { execution_id }) => execution_id,
+        Ok(StartOutcome::AlreadySettled { execution_id }) => {
+            outcome.execution_id = Some(execution_id);
+            outcome.status = DateStatus::AlreadySettled;
+            outcome.duration = started.elapsed();
+            log(ctx, &outcome);
+            return outcome;
+        }
+        Err(error) => {
+            outcome.status = match error {
+                FenceError::Fenced(_) => DateStatus::Fenced,
+                FenceError::Db(_) => DateStatus::Failed,
+            };
+            outcome.error = Some(error.to_string());
+            outcome.duration = started.elapsed();
+            log(ctx, &outcome);
+            return outcome;
+        }
+    };
+    outcome.execution_id = Some(execution_id);
+    match run_date(pool, ctx, date, execution_id, abort).await {
+        Ok(counts) => {
+            outcome.status = DateStatus::Success;
+            outcome.rows = counts.affected_rows();
+            outcome.counts = Some(counts);
+        }
+        Err(error) => {
+            outcome.status = match error {
+                SettleError::Fenced(_) => DateStatus::Fenced,
+                SettleError::Abandoned => DateStatus::Abandoned,
+                SettleError::RecordGone(_) | SettleError::Db(_) => DateStatus::Failed,
+            };
+            let text = error.to_string();
+            // The date's transaction is rolled back; now close its record. A fenced run's record
+            // is refused here too and left to the new holder (`records::abandon_stale`).
+            match records::fail(pool, ctx, execution_id, &text).await {
+                Ok(_) => {}
+                Err(record_error) => tracing::warn!(
+                    execution.id = execution_id,
+                    error = %record_error,
+                    "could not record the failure; the next holder will close the execution"
+                ),
+            }
+            outcome.error = Some(text);
+        }
+    }
+    outcome.duration = started.elapsed();
+    log(ctx, &outcome);
+    outcome
+}
+
+/// One transaction: the date's writes and its SUCCESS commit together, or nothing does.
+async fn run_date(
+    pool: &PgPool,
+    ctx: &RunContext,
+    date: NaiveDate,
+    execution_id: i64,
+    abort: &CancellationToken,
+) -> Result<DateCounts, SettleError> {
+    let mut tx = pool.begin().await?;
+    let result = async {
+        let counts = settle_date(&mut tx, ctx, date, abort).await?;
+        if !records::succeed(&mut tx, execution_id, counts.affected_rows()).await? {
+            return Err(SettleError::RecordGone(execution_id));
+        }
+        Ok(counts)
+    }
+    .await;
+    match result {
+        Ok(counts) => {
+            tx.commit().await?;
+            Ok(counts)
+        }
+        Err(error) => {
+            // Explicit, so the locks are gone before the failure is recorded. A rollback that
+            // fails (connection lost) is a rollback all the same: the server discards the
+            // transaction when the session ends.
+            let _ = tx.rollback().await;
+            Err(error)
+        }
+    }
+}
+
+fn log(ctx: &RunContext, o: &DateOutcome) {
+    let duration_ms = u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX);
+    let error = o.error.as_deref().unwrap_or_default();
+    match o.status {
+        DateStatus::Success => {
+            let c = o.counts.unwrap_or_default();
+            tracing::info!(
+                job.task_name = %ctx.task_name,
+                job.business_date = %o.date,
+                job.trigger = ctx.trigger.as_str(),
+                lock.fencing_token = ctx.fencing_token,
+                execution.id = o.execution_id,
+                job.rows = o.rows,
+                job.accrued = c.accrued,
+                job.settled = c.settled,
+                job.voided = c.voided,
+                job.charged = c.charged,
+                duration_ms,
+                "business date settled"
+            );
+        }
+        DateStatus::AlreadySettled => tracing::info!(
+            job.task_name = %ctx.task_name,
+            job.business_date = %o.date,
+            execution.id = o.execution_id,
+            "business date already settled; skipped"
+        ),
+        DateStatus::Failed => tracing::error!(
+            job.task_name = %ctx.task_name,
+            job.business_date = %o.date,
+            lock.fencing_token = ctx.fencing_token,
+            execution.id = o.execution_id,
+            error,
+            duration_ms,
+            "business date failed; rolled back, the next run redoes it"
+        ),
+        DateStatus::Fenced => tracing::warn!(
+            job.task_name = %ctx.task_name,
+            job.business_date = %o.date,
+            lock.fencing_token = ctx.fencing_token,
+            execution.id = o.execution_id,
+            error,
+            "fencing token no longer current; nothing written, run stopped"
+        ),
+        DateStatus::Abandoned => tracing::warn!(
+            job.task_name = %ctx.task_name,
+            job.business_date = %o.date,
+            lock.fencing_token = ctx.fencing_token,
+            execution.id = o.execution_id,
+            duration_ms,
+            "business date abandoned: rolled back, the next run redoes it"
+        ),
+    }
+}

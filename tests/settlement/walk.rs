@@ -1,0 +1,150 @@
+//! The backfill walk: which dates a run takes, stopping between dates, row locks held by others,
+//! and the execution records it leaves.
+
+use finesettle::settlement::{self, records};
+use finesettle::store::PageRequest;
+use tokio_util::sync::CancellationToken;
+
+use crate::data::{days, insert_loans, random_loans, set_return, ymd};
+use crate::support::{TASK, TOKEN, assert_all_succeeded, ctx, fresh_db, walk};
+
+#[tokio::test]
+async fn a_run_resumes_the_day_after_the_last_success_oldest_first_capped() {
+    let db = fresh_db().await;
+    let target = ymd(2026, 3, 31);
+    // Nothing succeeded yet: from the start date, or only the target without one.
+    let first = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 3, 1)), target, 62).await.unwrap();
+    assert_eq!(first, days(ymd(2026, 3, 1), target));
+    assert_eq!(settlement::dates_for_run(&db.pool, TASK, None, target, 62).await.unwrap(), [target]);
+    // Capped: the rest waits for the next run.
+    let capped = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 3, 1)), target, 10).await.unwrap();
+    assert_eq!(capped, days(ymd(2026, 3, 1), ymd(2026, 3, 10)));
+
+    // Given newest first, still walked oldest first.
+    let mut reversed = capped.clone();
+    reversed.reverse();
+    let report = walk(&db.pool, &reversed).await;
+    assert_all_succeeded(&report);
+    assert_eq!(report.outcomes.iter().map(|o| o.date).collect::<Vec<_>>(), capped);
+    assert_eq!(records::last_success(&db.pool, TASK).await.unwrap(), Some(ymd(2026, 3, 10)));
+
+    // The start date no longer matters once something succeeded.
+    let next = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 1, 1)), target, 62).await.unwrap();
+    assert_eq!(next, days(ymd(2026, 3, 11), target));
+    assert!(settlement::dates_for_run(&db.pool, TASK, None, ymd(2026, 3, 10), 62).await.unwrap().is_empty());
+    let settled = records::settled_among(&db.pool, TASK, &[ymd(2026, 3, 10), ymd(2026, 3, 11)]).await.unwrap();
+    assert_eq!(settled, [ymd(2026, 3, 10)].into_iter().collect());
+}
+
+#[tokio::test]
+async fn a_stop_request_lets_the_current_date_finish_and_leaves_the_rest() {
+    let db = fresh_db().await;
+    insert_loans(&db.pool, &random_loans(9, 100)).await;
+    let dates = days(ymd(2026, 3, 1), ymd(2026, 3, 5));
+    let stop = CancellationToken::new();
+    let mut seen = Vec::new();
+    let report = settlement::settle_dates_observed(
+        &db.pool,
+        &ctx(TOKEN),
+        &dates,
+        &stop,
+        &CancellationToken::new(),
+        |outcome| {
+            seen.push(outcome.date);
+            // A shutdown arrives while the second date runs.
+            if seen.len() == 2 {
+                stop.cancel();
+            }
+        },
+    )
+    .await;
+    assert_eq!(seen, dates[..2]);
+    assert_eq!(report.succeeded(), 2);
+    assert_eq!(report.not_run, dates[2..]);
+    assert!(report.stopped_at().is_none(), "stopped cleanly, not by a failure");
+    assert!(!report.completed());
+    assert_eq!(records::last_success(&db.pool, TASK).await.unwrap(), Some(dates[1]));
+}
+
+#[tokio::test]
+async fn a_fine_locked_by_someone_else_is_skipped_and_finalised_by_the_next_date() {
+    let db = fresh_db().await;
+    insert_loans(&db.pool, &random_loans(10, 150)).await;
+    assert_all_succeeded(&walk(&db.pool, &days(ymd(2026, 3, 20), ymd(2026, 3, 30))).await);
+    // An open loan's return is corrected to its due date: its PENDING March fine is final (and
+    // will be void) on March 31, and the accrual of March 31 no longer looks at it.
+    let (fine_id, loan_id, due_on): (i64, i64, chrono::NaiveDate) = sqlx::query_as(
+        "select f.id, l.id, l.due_on from fine_record f join loan l on l.id = f.loan_id \
+         where f.status = 'PENDING' and f.settle_month = '2026-03-01' and l.returned_on is null order by f.id limit 1",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    set_return(&db.pool, loan_id, due_on).await;
+
+    // Another transaction (a void being decided, say) holds the fine's row lock over the month end.
+    let mut other = db.pool.begin().await.unwrap();
+    sqlx::query("select 1 from fine_record where id = $1 for update")
+        .bind(fine_id)
+        .execute(&mut *other)
+        .await
+        .unwrap();
+    assert_all_succeeded(&walk(&db.pool, &[ymd(2026, 3, 31)]).await);
+    let pending: Vec<i64> = sqlx::query_scalar(
+        "select id from fine_record where settle_month = '2026-03-01' and status = 'PENDING'",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(pending, [fine_id], "the locked fine was skipped, not waited for; every other one settled");
+    other.rollback().await.unwrap();
+
+    // Still final the next day: finalised then (void, as it has no overdue day left).
+    assert_all_succeeded(&walk(&db.pool, &[ymd(2026, 4, 1)]).await);
+    let (status, reason, entries): (String, Option<String>, i64) = sqlx::query_as(
+        "select status, void_reason, (select count(*) from ledger_entry where fine_id = f.id) \
+         from fine_record f where id = $1",
+    )
+    .bind(fine_id)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_deref(), entries),
+        ("VOID", Some("no overdue days after return correction"), 0)
+    );
+}
+
+#[tokio::test]
+async fn executions_are_listed_newest_first_with_the_spec_fields() {
+    let db = fresh_db().await;
+    let dates = days(ymd(2026, 3, 1), ymd(2026, 3, 5));
+    assert_all_succeeded(&walk(&db.pool, &dates).await);
+
+    let first = records::list(&db.pool, TASK, PageRequest { after: 0, limit: 3 }).await.unwrap();
+    assert_eq!(first.len(), 4, "one more than the page, to know another follows");
+    let newest = &first[0];
+    assert_eq!(newest.business_date, ymd(2026, 3, 5));
+    assert_eq!(
+        (newest.task_name.as_str(), newest.trigger.as_str(), newest.instance_id.as_str(), newest.status.as_str()),
+        (TASK, "manual", "test-replica", "SUCCESS")
+    );
+    assert_eq!(newest.fencing_token, TOKEN);
+    assert!(newest.finished_at.unwrap() >= newest.started_at);
+    assert_eq!(newest.error, None);
+
+    let rest = records::list(&db.pool, TASK, PageRequest { after: first[2].id, limit: 3 }).await.unwrap();
+    let listed: Vec<_> = first[..3].iter().chain(&rest).map(|r| r.business_date).collect();
+    let mut expected = dates.clone();
+    expected.reverse();
+    assert_eq!(listed, expected);
+    assert!(records::list(&db.pool, "another-task", PageRequest { after: 0, limit: 3 }).await.unwrap().is_empty());
+    assert_eq!(
+        records::find(&db.pool, newest.id).await.unwrap().as_ref(),
+        Some(newest)
+    );
+    assert_eq!(
+        settlement::records::last_success(&db.pool, TASK).await.unwrap(),
+        Some(ymd(2026, 3, 5))
+    );
+}
