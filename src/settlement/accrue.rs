@@ -59,6 +59,7 @@ pub async fn accrue(
     }
 }
 
+#[derive(sqlx::FromRow)]
 struct AccrueBatch {
     /// The highest loan id of the batch: the next batch starts after it.
     last_loan: Option<i64>,
@@ -68,6 +69,45 @@ struct AccrueBatch {
     written: i64,
 }
 
+/// One batch: $1 last loan id of the previous batch, $2 batch size, $3 the business date D,
+/// $4 first day of D's month, $5 fencing token.
+const ACCRUE_BATCH: &str = r#"
+    with batch as (
+        select l.id, l.member_id, l.daily_fine_cents,
+               greatest(l.due_on + 1, $4::date) as first_day,
+               -- least() skips nulls: an open loan counts through D
+               least($3::date, l.returned_on) as last_day
+        from loan l
+        where l.id > $1
+          and l.due_on < $3
+          -- open, or returned in the month after at least one overdue day; each branch
+          -- matches one partial index (loan_open_due_on, loan_returned_on)
+          and (l.returned_on is null
+               or (l.returned_on >= $4 and l.returned_on > l.due_on))
+        order by l.id
+        limit $2
+    ),
+    upserted as (
+        insert into fine_record
+            (loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through, fencing_token)
+        select id, member_id, $4, last_day - first_day + 1,
+               (last_day - first_day + 1) * daily_fine_cents, last_day, $5
+        from batch
+        on conflict (loan_id, settle_month) do update
+        set overdue_days = excluded.overdue_days,
+            amount_cents = excluded.amount_cents,
+            accrued_through = excluded.accrued_through,
+            fencing_token = excluded.fencing_token
+        -- never a SETTLED or VOID fine, never backwards (a rerun or an earlier date: no-op)
+        where fine_record.status = 'PENDING'
+          and fine_record.accrued_through < excluded.accrued_through
+        returning 1
+    )
+    select (select max(id) from batch) as last_loan,
+           (select count(*) from batch) as scanned,
+           (select count(*) from upserted) as written
+"#;
+
 async fn accrue_batch(
     conn: &mut PgConnection,
     after_loan: i64,
@@ -76,56 +116,15 @@ async fn accrue_batch(
     month: NaiveDate,
     fencing_token: i64,
 ) -> sqlx::Result<AccrueBatch> {
-    let row = sqlx::query!(
-        r#"
-        -- $1 last loan id of the previous batch, $2 batch size, $3 the business date D,
-        -- $4 first day of D's month, $5 fencing token
-        with batch as (
-            select l.id, l.member_id, l.daily_fine_cents,
-                   greatest(l.due_on + 1, $4::date) as first_day,
-                   -- least() skips nulls: an open loan counts through D
-                   least($3::date, l.returned_on) as last_day
-            from loan l
-            where l.id > $1
-              and l.due_on < $3
-              -- open, or returned in the month after at least one overdue day; each branch
-              -- matches one partial index (loan_open_due_on, loan_returned_on)
-              and (l.returned_on is null
-                   or (l.returned_on >= $4 and l.returned_on > l.due_on))
-            order by l.id
-            limit $2
-        ),
-        upserted as (
-            insert into fine_record
-                (loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through, fencing_token)
-            select id, member_id, $4, last_day - first_day + 1,
-                   (last_day - first_day + 1) * daily_fine_cents, last_day, $5
-            from batch
-            on conflict (loan_id, settle_month) do update
-            set overdue_days = excluded.overdue_days,
-                amount_cents = excluded.amount_cents,
-                accrued_through = excluded.accrued_through,
-                fencing_token = excluded.fencing_token
-            -- never a SETTLED or VOID fine, never backwards (a rerun or an earlier date: no-op)
-            where fine_record.status = 'PENDING'
-              and fine_record.accrued_through < excluded.accrued_through
-            returning 1
-        )
-        select (select max(id) from batch) as "last_loan?",
-               (select count(*) from batch) as "scanned!",
-               (select count(*) from upserted) as "written!"
-        "#,
-        after_loan,
-        batch_size,
-        date,
-        month,
-        fencing_token
-    )
-    .fetch_one(conn)
-    .await?;
-    Ok(AccrueBatch {
-        last_loan: row.last_loan,
-        scanned: row.scanned,
-        written: row.written,
-    })
+    // Unnamed, so planned with this batch's values (see "Plans" in the module docs of
+    // `settlement`).
+    sqlx::query_as(ACCRUE_BATCH)
+        .bind(after_loan)
+        .bind(batch_size)
+        .bind(date)
+        .bind(month)
+        .bind(fencing_token)
+        .persistent(false)
+        .fetch_one(conn)
+        .await
 }

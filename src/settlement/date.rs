@@ -25,14 +25,6 @@ pub async fn settle_date(
     abort: &CancellationToken,
 ) -> Result<DateCounts, SettleError> {
     fence::guard(tx, &ctx.task_name, ctx.fencing_token).await?;
-    // The batches are prepared statements run many times with different dates and keyset
-    // positions. After a few runs Postgres may switch to one generic plan that ignores the
-    // values, which could scan the whole loan table on a day with few overdue loans (or use a
-    // partial index badly on a day with many). Planning each batch costs well under a
-    // millisecond; a wrong plan costs seconds.
-    sqlx::raw_sql("set local plan_cache_mode = force_custom_plan; set local jit = off")
-        .execute(&mut *tx)
-        .await?;
 
     let started = Instant::now();
     let accrued = accrue::accrue(tx, ctx, date, abort).await?;

@@ -36,6 +36,18 @@
 //! Running a date twice therefore changes nothing the second time, and running the dates of a
 //! contiguous range in any order leaves the same rows as running them once in order (the tests
 //! in `tests/settlement` check both against an independent day-by-day oracle).
+//!
+//! # Plans
+//!
+//! The two batch statements ([`accrue`], [`settle`]) are sent as unnamed statements, so that
+//! Postgres plans each batch with its own values. A named (cached) statement may switch to one
+//! generic plan after five runs, which would scan the whole loan table on a day with few overdue
+//! loans as it does on a day with many. They are therefore written with `sqlx::query_as` (the
+//! compile-time macros always name their statements) and checked by the tests instead.
+//!
+//! `plan_cache_mode = force_custom_plan` would do the same for the macros, but it applies to
+//! every cached plan of the session, including the ones of the foreign-key triggers, which then
+//! re-plan their lookup for every row: it made the whole date twice as slow.
 
 pub mod accrue;
 mod date;

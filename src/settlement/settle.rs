@@ -69,24 +69,97 @@ pub async fn settle(
             job.rows = batch.settled + batch.voided,
             "settle batch"
         );
-        match batch.last {
+        match batch.last() {
             Some(last) if batch.picked == ctx.batch_size => after = last,
             // A short batch is the last one.
             _ => break,
         }
     }
-    sqlx::raw_sql("set local enable_sort to default").execute(&mut *conn).await?;
+    sqlx::raw_sql("set local enable_sort to default")
+        .execute(&mut *conn)
+        .await?;
     Ok(counts)
 }
 
+#[derive(sqlx::FromRow)]
 struct SettleBatch {
     /// The (settle_month, loan_id) of the batch's last fine: the next batch starts after it.
-    last: Option<(NaiveDate, i64)>,
+    last_month: Option<NaiveDate>,
+    last_loan: Option<i64>,
     picked: i64,
     settled: i64,
     voided: i64,
     charged: i64,
 }
+
+impl SettleBatch {
+    fn last(&self) -> Option<(NaiveDate, i64)> {
+        self.last_month.zip(self.last_loan)
+    }
+}
+
+/// One batch: $1, $2 keyset (settle_month, loan_id) of the previous batch, $3 batch size, $4 the
+/// business date D, $5 first day of the month after D's day (months before it have ended),
+/// $6 fencing token, $7 the void reason.
+const SETTLE_BATCH: &str = r#"
+    with picked as (
+        select f.id, f.settle_month, f.loan_id, l.daily_fine_cents,
+               greatest(l.due_on + 1, f.settle_month) as first_day,
+               -- the last day that can count: the month end, or the return if earlier
+               least((f.settle_month + interval '1 month')::date - 1, l.returned_on) as last_day
+        from fine_record f
+        join loan l on l.id = f.loan_id
+        where f.status = 'PENDING'
+          and (f.settle_month, f.loan_id) > ($1::date, $2::bigint)
+          -- final on D: its month has ended, or its loan was returned on or before D
+          and (f.settle_month < $5 or l.returned_on <= $4)
+        order by f.settle_month, f.loan_id
+        limit $3
+        for update of f skip locked
+    ),
+    recomputed as (
+        select id, daily_fine_cents,
+               greatest(last_day - first_day + 1, 0) as days,
+               -- a return corrected to before the month leaves nothing in it: keep the date
+               -- inside the month (fine_record_accrued_in_month)
+               greatest(last_day, settle_month) as through
+        from picked
+    ),
+    changed as (
+        update fine_record f
+        set status = case when x.days > 0 then 'SETTLED' else 'VOID' end,
+            overdue_days = x.days,
+            amount_cents = x.days * x.daily_fine_cents,
+            accrued_through = x.through,
+            settled_at = case when x.days > 0 then now() end,
+            voided_at = case when x.days = 0 then now() end,
+            void_reason = case when x.days = 0 then $7 end,
+            fencing_token = $6
+        from recomputed x
+        where f.id = x.id and f.status = 'PENDING'
+        returning f.id, f.member_id, f.status, f.amount_cents
+    ),
+    charged as (
+        insert into ledger_entry (member_id, fine_id, kind, amount_cents, fencing_token)
+        select member_id, id, 'CHARGE', amount_cents, $6
+        from changed
+        -- the ledger takes no zero CHARGE: a fine of a loan with a daily fine of 0 owes nothing
+        where status = 'SETTLED' and amount_cents > 0
+        on conflict (fine_id, kind) where fine_id is not null do nothing
+        returning 1
+    ),
+    last_month as (
+        select max(settle_month) as settle_month from picked
+    )
+    -- the keyset position of the batch's last fine: its month, and its loan in that month
+    select (select settle_month from last_month) as last_month,
+           (select max(loan_id) from picked where settle_month = (select settle_month from last_month))
+               as last_loan,
+           (select count(*) from picked) as picked,
+           (select count(*) from changed where status = 'SETTLED') as settled,
+           (select count(*) from changed where status = 'VOID') as voided,
+           (select count(*) from charged) as charged
+"#;
 
 async fn settle_batch(
     conn: &mut PgConnection,
@@ -96,84 +169,17 @@ async fn settle_batch(
     ended_before: NaiveDate,
     fencing_token: i64,
 ) -> sqlx::Result<SettleBatch> {
-    let row = sqlx::query!(
-        r#"
-        -- $1, $2 keyset (settle_month, loan_id) of the previous batch, $3 batch size,
-        -- $4 the business date D, $5 first day of the month after D's day (months before it have
-        -- ended), $6 fencing token, $7 the void reason
-        with picked as (
-            select f.id, f.settle_month, f.loan_id, l.daily_fine_cents,
-                   greatest(l.due_on + 1, f.settle_month) as first_day,
-                   -- the last day that can count: the month end, or the return if earlier
-                   least((f.settle_month + interval '1 month')::date - 1, l.returned_on) as last_day
-            from fine_record f
-            join loan l on l.id = f.loan_id
-            where f.status = 'PENDING'
-              and (f.settle_month, f.loan_id) > ($1::date, $2::bigint)
-              -- final on D: its month has ended, or its loan was returned on or before D
-              and (f.settle_month < $5 or l.returned_on <= $4)
-            order by f.settle_month, f.loan_id
-            limit $3
-            for update of f skip locked
-        ),
-        recomputed as (
-            select id, daily_fine_cents,
-                   greatest(last_day - first_day + 1, 0) as days,
-                   -- a return corrected to before the month leaves nothing in it: keep the date
-                   -- inside the month (fine_record_accrued_in_month)
-                   greatest(last_day, settle_month) as through
-            from picked
-        ),
-        changed as (
-            update fine_record f
-            set status = case when x.days > 0 then 'SETTLED' else 'VOID' end,
-                overdue_days = x.days,
-                amount_cents = x.days * x.daily_fine_cents,
-                accrued_through = x.through,
-                settled_at = case when x.days > 0 then now() end,
-                voided_at = case when x.days = 0 then now() end,
-                void_reason = case when x.days = 0 then $7 end,
-                fencing_token = $6
-            from recomputed x
-            where f.id = x.id and f.status = 'PENDING'
-            returning f.id, f.member_id, f.status, f.amount_cents
-        ),
-        charged as (
-            insert into ledger_entry (member_id, fine_id, kind, amount_cents, fencing_token)
-            select member_id, id, 'CHARGE', amount_cents, $6
-            from changed
-            -- the ledger takes no zero CHARGE: a fine of a loan with a daily fine of 0 owes nothing
-            where status = 'SETTLED' and amount_cents > 0
-            on conflict (fine_id, kind) where fine_id is not null do nothing
-            returning 1
-        ),
-        last_month as (
-            select max(settle_month) as settle_month from picked
-        )
-        -- the keyset position of the batch's last fine: its month, and its loan in that month
-        select (select settle_month from last_month) as "last_month?",
-               (select max(loan_id) from picked where settle_month = (select settle_month from last_month))
-                   as "last_loan?",
-               (select count(*) from picked) as "picked!",
-               (select count(*) from changed where status = 'SETTLED') as "settled!",
-               (select count(*) from changed where status = 'VOID') as "voided!",
-               (select count(*) from charged) as "charged!"
-        "#,
-        after.0,
-        after.1,
-        batch_size,
-        date,
-        ended_before,
-        fencing_token,
-        NO_OVERDUE_DAYS
-    )
-    .fetch_one(conn)
-    .await?;
-    Ok(SettleBatch {
-        last: row.last_month.zip(row.last_loan),
-        picked: row.picked,
-        settled: row.settled,
-        voided: row.voided,
-        charged: row.charged,
-    })
+    // Unnamed, so planned with this batch's values (see "Plans" in the module docs of
+    // `settlement`).
+    sqlx::query_as(SETTLE_BATCH)
+        .bind(after.0)
+        .bind(after.1)
+        .bind(batch_size)
+        .bind(date)
+        .bind(ended_before)
+        .bind(fencing_token)
+        .bind(NO_OVERDUE_DAYS)
+        .persistent(false)
+        .fetch_one(conn)
+        .await
 }

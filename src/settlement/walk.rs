@@ -156,7 +156,9 @@ pub async fn settle_dates_observed(
             );
             break;
         }
-        let outcome = run_one(pool, ctx, date, abort).await;
+        // One span per business date, inside the fire's span: exported as an OpenTelemetry span.
+        let span = tracing::info_span!("job.date", job.business_date = %date, lock.fencing_token = ctx.fencing_token);
+        let outcome = tracing::Instrument::instrument(run_one(pool, ctx, date, abort), span).await;
         on_date(&outcome);
         let stops = !matches!(outcome.status, DateStatus::Success | DateStatus::AlreadySettled);
         report.outcomes.push(outcome);

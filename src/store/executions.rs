@@ -88,11 +88,14 @@ pub async fn find_success(
 
 /// RUNNING → SUCCESS with the number of rows the date wrote. `false` when the execution was no
 /// longer RUNNING (nothing changed then).
+///
+/// `finished_at` is `clock_timestamp()`, not `now()`: this runs inside the date's transaction,
+/// where `now()` is frozen at the transaction's start and would hide the date's duration.
 pub async fn mark_success(conn: &mut PgConnection, id: i64, affected_rows: i64) -> sqlx::Result<bool> {
     let done = sqlx::query!(
         r#"
         update task_execution
-        set status = 'SUCCESS', finished_at = now(), affected_rows = $2
+        set status = 'SUCCESS', finished_at = clock_timestamp(), affected_rows = $2
         where id = $1 and status = 'RUNNING'
         "#,
         id,
@@ -108,7 +111,7 @@ pub async fn mark_failed(conn: &mut PgConnection, id: i64, error: &str) -> sqlx:
     let done = sqlx::query!(
         r#"
         update task_execution
-        set status = 'FAILED', finished_at = now(), error = $2
+        set status = 'FAILED', finished_at = clock_timestamp(), error = $2
         where id = $1 and status = 'RUNNING'
         "#,
         id,
@@ -126,7 +129,7 @@ pub async fn abandon_older(conn: &mut PgConnection, task_name: &str, current_tok
     let done = sqlx::query!(
         r#"
         update task_execution
-        set status = 'FAILED', finished_at = now(), error = $3
+        set status = 'FAILED', finished_at = clock_timestamp(), error = $3
         where task_name = $1 and status = 'RUNNING' and fencing_token < $2
         "#,
         task_name,

@@ -4,7 +4,7 @@ use finesettle::domain::{FineStatus, LoanTerms};
 
 use crate::data::{days, insert_loans, load_loans, random_loans, set_return, ymd};
 use crate::oracle::Model;
-use crate::support::{BATCH, TASK, assert_all_succeeded, assert_matches, fresh_db, fines, ledger, walk};
+use crate::support::{BATCH, TASK, assert_all_succeeded, assert_matches, fines, fresh_db, ledger, walk};
 
 #[tokio::test]
 async fn an_in_order_walk_matches_the_oracle() {
@@ -22,11 +22,23 @@ async fn an_in_order_walk_matches_the_oracle() {
 
     // The data exercises what it should: several batches per step, every status a walk can
     // produce, zero-amount fines (settled without a CHARGE), fines in every month of the range.
-    assert!(model.count(FineStatus::Settled) > 2 * BATCH as usize, "{}", model.count(FineStatus::Settled));
+    assert!(
+        model.count(FineStatus::Settled) > 2 * BATCH as usize,
+        "{}",
+        model.count(FineStatus::Settled)
+    );
     assert!(model.count(FineStatus::Pending) > 0);
-    assert!(model.fines().iter().any(|f| f.status == "SETTLED" && f.amount_cents == 0));
+    assert!(
+        model
+            .fines()
+            .iter()
+            .any(|f| f.status == "SETTLED" && f.amount_cents == 0)
+    );
     for month in [ymd(2026, 1, 1), ymd(2026, 2, 1), ymd(2026, 3, 1), ymd(2026, 4, 1)] {
-        assert!(model.fines().iter().any(|f| f.settle_month == month), "no fine in {month}");
+        assert!(
+            model.fines().iter().any(|f| f.settle_month == month),
+            "no fine in {month}"
+        );
     }
     // December had overdue days, but months before the first date are never accrued.
     assert!(model.fines().iter().all(|f| f.settle_month >= ymd(2026, 1, 1)));
@@ -50,7 +62,10 @@ async fn back_dated_returns_settle_at_their_final_amount_or_void() {
     let db = fresh_db().await;
     insert_loans(&db.pool, &random_loans(2, 300)).await;
     let loans = load_loans(&db.pool).await;
-    let (first, second) = (days(ymd(2026, 2, 1), ymd(2026, 3, 15)), days(ymd(2026, 3, 16), ymd(2026, 4, 5)));
+    let (first, second) = (
+        days(ymd(2026, 2, 1), ymd(2026, 3, 15)),
+        days(ymd(2026, 3, 16), ymd(2026, 4, 5)),
+    );
     assert_all_succeeded(&walk(&db.pool, &first).await);
     let mut model = Model::after(&loans, &first);
 
@@ -66,7 +81,11 @@ async fn back_dated_returns_settle_at_their_final_amount_or_void() {
                     .any(|f| f.loan_id == *id && f.settle_month == ymd(2026, 3, 1) && f.status == "PENDING")
         })
         .collect();
-    assert!(open_overdue.len() >= 6, "only {} open overdue loans", open_overdue.len());
+    assert!(
+        open_overdue.len() >= 6,
+        "only {} open overdue loans",
+        open_overdue.len()
+    );
     for (i, (id, loan)) in open_overdue.iter().take(6).enumerate() {
         let corrected = match i {
             // Returned on the due date after all: no overdue day at all, the March fine is void.
@@ -74,7 +93,9 @@ async fn back_dated_returns_settle_at_their_final_amount_or_void() {
             // Returned earlier in March than accrued: settles at fewer days.
             2 | 3 => loan.due_on.max(ymd(2026, 3, 1)) + chrono::Days::new(1),
             // Returned in February (or the day it was borrowed): nothing overdue in March any more.
-            _ => (loan.due_on + chrono::Days::new(1)).min(ymd(2026, 2, 28)).max(loan.borrowed_on),
+            _ => (loan.due_on + chrono::Days::new(1))
+                .min(ymd(2026, 2, 28))
+                .max(loan.borrowed_on),
         };
         set_return(&db.pool, *id, corrected).await;
     }
@@ -91,5 +112,8 @@ async fn back_dated_returns_settle_at_their_final_amount_or_void() {
         .fetch_all(&db.pool)
         .await
         .unwrap();
-    assert!(reasons.iter().all(|r| r == "no overdue days after return correction"), "{reasons:?}");
+    assert!(
+        reasons.iter().all(|r| r == "no overdue days after return correction"),
+        "{reasons:?}"
+    );
 }

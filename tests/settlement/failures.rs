@@ -46,7 +46,11 @@ async fn a_date_refused_midway_leaves_nothing_and_is_redone_by_the_next_run() {
     let failed = report.stopped_at().expect("a failed date");
     assert_eq!((failed.date, failed.status), (ymd(2026, 3, 31), DateStatus::Failed));
     assert!(failed.error.as_deref().unwrap().contains(FAULT), "{:?}", failed.error);
-    assert_eq!(report.not_run, days(ymd(2026, 4, 1), target), "later dates wait for the next run");
+    assert_eq!(
+        report.not_run,
+        days(ymd(2026, 4, 1), target),
+        "later dates wait for the next run"
+    );
     assert!(!report.completed());
 
     // Recorded FAILED with the database's error; not a single fine or entry changed.
@@ -55,20 +59,30 @@ async fn a_date_refused_midway_leaves_nothing_and_is_redone_by_the_next_run() {
     let (status, rows, error, token) = &records[0];
     assert_eq!((status.as_str(), *rows, *token), ("FAILED", 0, TOKEN));
     assert!(error.as_deref().unwrap().contains(FAULT), "{error:?}");
-    assert_eq!(row_versions(&db.pool).await, before, "the failed date left writes behind");
+    assert_eq!(
+        row_versions(&db.pool).await,
+        before,
+        "the failed date left writes behind"
+    );
 
     // The fault is repaired; the next run resumes at the failed date and finishes the range.
     sqlx::raw_sql("drop trigger test_refuse_entry on ledger_entry; drop function test_refuse_entry()")
         .execute(&db.pool)
         .await
         .unwrap();
-    let next = settlement::dates_for_run(&db.pool, TASK, Some(start), target, 62).await.unwrap();
+    let next = settlement::dates_for_run(&db.pool, TASK, Some(start), target, 62)
+        .await
+        .unwrap();
     assert_eq!(next, days(ymd(2026, 3, 31), target));
     assert_all_succeeded(&walk(&db.pool, &next).await);
 
     let model = Model::after(&loans, &days(start, target));
     assert_matches(&model, &fines(&db.pool).await, &ledger(&db.pool).await);
-    let statuses: Vec<String> = executions_of(&db.pool, ymd(2026, 3, 31)).await.into_iter().map(|r| r.0).collect();
+    let statuses: Vec<String> = executions_of(&db.pool, ymd(2026, 3, 31))
+        .await
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
     assert_eq!(statuses, ["FAILED", "SUCCESS"]);
 }
 
@@ -126,6 +140,14 @@ async fn a_date_stopped_between_batches_is_rolled_back_and_recorded_abandoned() 
     let records = executions_of(&db.pool, dates[0]).await;
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].0, "FAILED");
-    assert!(records[0].2.as_deref().unwrap().starts_with("abandoned: "), "{:?}", records[0].2);
-    assert_eq!(row_versions(&db.pool).await, before, "the abandoned date left writes behind");
+    assert!(
+        records[0].2.as_deref().unwrap().starts_with("abandoned: "),
+        "{:?}",
+        records[0].2
+    );
+    assert_eq!(
+        row_versions(&db.pool).await,
+        before,
+        "the abandoned date left writes behind"
+    );
 }

@@ -80,7 +80,10 @@ async fn a_lock_taken_over_mid_date_leaves_the_record_to_the_new_holder() {
     assert_eq!(records::abandon_stale(&db.pool, TASK, TOKEN + 1).await.unwrap(), 1);
     let row = records::find(&db.pool, execution_id).await.unwrap().unwrap();
     assert_eq!(row.status, "FAILED");
-    assert_eq!(row.error.as_deref(), Some("abandoned: the lock passed to fencing token 8"));
+    assert_eq!(
+        row.error.as_deref(),
+        Some("abandoned: the lock passed to fencing token 8")
+    );
     assert!(row.finished_at.is_some());
     assert_eq!(row.fencing_token, TOKEN);
 }
@@ -110,7 +113,12 @@ async fn abandon_stale_closes_only_running_records_of_older_tokens() {
     let abandoned = Some("abandoned: the lock passed to fencing token 7");
     assert_eq!(
         summary,
-        [("FAILED", 5, abandoned), ("FAILED", 6, abandoned), ("RUNNING", 7, None), ("SUCCESS", 5, None)]
+        [
+            ("FAILED", 5, abandoned),
+            ("FAILED", 6, abandoned),
+            ("RUNNING", 7, None),
+            ("SUCCESS", 5, None)
+        ]
     );
     // Idempotent.
     assert_eq!(records::abandon_stale(&db.pool, TASK, TOKEN).await.unwrap(), 0);

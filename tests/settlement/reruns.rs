@@ -6,8 +6,8 @@ use finesettle::settlement::DateStatus;
 use crate::data::{Rng, days, insert_loans, load_loans, random_loans, ymd};
 use crate::oracle::Model;
 use crate::support::{
-    assert_all_succeeded, assert_matches, executions_of, fines, fresh_db, ledger, reset_settlement, rerun, row_versions,
-    walk,
+    assert_all_succeeded, assert_matches, executions_of, fines, fresh_db, ledger, rerun, reset_settlement,
+    row_versions, walk,
 };
 
 #[tokio::test]
@@ -50,13 +50,20 @@ async fn dates_in_any_order_and_repeated_equal_one_in_order_run() {
     let (in_order_fines, in_order_ledger) = (fines(&db.pool).await, ledger(&db.pool).await);
     assert_matches(&Model::after(&loans, &dates), &in_order_fines, &in_order_ledger);
 
+    // Newest first (the most adversarial order for "never move backwards"), then random orders
+    // in which every date runs once and a third of them a second time.
+    let mut newest_first = dates.clone();
+    newest_first.reverse();
+    let mut sequences = vec![("newest first".to_owned(), newest_first)];
     for seed in [11, 12, 13] {
-        reset_settlement(&db.pool).await;
         let mut rng = Rng::new(seed);
-        // Every date once, a third of them a second time, in a random order.
         let mut sequence = dates.clone();
         sequence.extend(dates.iter().filter(|_| rng.below(3) == 0));
         rng.shuffle(&mut sequence);
+        sequences.push((format!("seed {seed}"), sequence));
+    }
+    for (name, sequence) in sequences {
+        reset_settlement(&db.pool).await;
         let mut seen = std::collections::HashSet::new();
         for &d in &sequence {
             if seen.insert(d) {
@@ -66,7 +73,15 @@ async fn dates_in_any_order_and_repeated_equal_one_in_order_run() {
                 rerun(&db.pool, d).await;
             }
         }
-        assert_eq!(fines(&db.pool).await, in_order_fines, "seed {seed}: fines differ from the in-order run");
-        assert_eq!(ledger(&db.pool).await, in_order_ledger, "seed {seed}: ledger differs from the in-order run");
+        assert_eq!(
+            fines(&db.pool).await,
+            in_order_fines,
+            "{name}: fines differ from the in-order run"
+        );
+        assert_eq!(
+            ledger(&db.pool).await,
+            in_order_ledger,
+            "{name}: ledger differs from the in-order run"
+        );
     }
 }

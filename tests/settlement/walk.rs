@@ -13,11 +13,20 @@ async fn a_run_resumes_the_day_after_the_last_success_oldest_first_capped() {
     let db = fresh_db().await;
     let target = ymd(2026, 3, 31);
     // Nothing succeeded yet: from the start date, or only the target without one.
-    let first = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 3, 1)), target, 62).await.unwrap();
+    let first = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 3, 1)), target, 62)
+        .await
+        .unwrap();
     assert_eq!(first, days(ymd(2026, 3, 1), target));
-    assert_eq!(settlement::dates_for_run(&db.pool, TASK, None, target, 62).await.unwrap(), [target]);
+    assert_eq!(
+        settlement::dates_for_run(&db.pool, TASK, None, target, 62)
+            .await
+            .unwrap(),
+        [target]
+    );
     // Capped: the rest waits for the next run.
-    let capped = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 3, 1)), target, 10).await.unwrap();
+    let capped = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 3, 1)), target, 10)
+        .await
+        .unwrap();
     assert_eq!(capped, days(ymd(2026, 3, 1), ymd(2026, 3, 10)));
 
     // Given newest first, still walked oldest first.
@@ -26,13 +35,25 @@ async fn a_run_resumes_the_day_after_the_last_success_oldest_first_capped() {
     let report = walk(&db.pool, &reversed).await;
     assert_all_succeeded(&report);
     assert_eq!(report.outcomes.iter().map(|o| o.date).collect::<Vec<_>>(), capped);
-    assert_eq!(records::last_success(&db.pool, TASK).await.unwrap(), Some(ymd(2026, 3, 10)));
+    assert_eq!(
+        records::last_success(&db.pool, TASK).await.unwrap(),
+        Some(ymd(2026, 3, 10))
+    );
 
     // The start date no longer matters once something succeeded.
-    let next = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 1, 1)), target, 62).await.unwrap();
+    let next = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 1, 1)), target, 62)
+        .await
+        .unwrap();
     assert_eq!(next, days(ymd(2026, 3, 11), target));
-    assert!(settlement::dates_for_run(&db.pool, TASK, None, ymd(2026, 3, 10), 62).await.unwrap().is_empty());
-    let settled = records::settled_among(&db.pool, TASK, &[ymd(2026, 3, 10), ymd(2026, 3, 11)]).await.unwrap();
+    assert!(
+        settlement::dates_for_run(&db.pool, TASK, None, ymd(2026, 3, 10), 62)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let settled = records::settled_among(&db.pool, TASK, &[ymd(2026, 3, 10), ymd(2026, 3, 11)])
+        .await
+        .unwrap();
     assert_eq!(settled, [ymd(2026, 3, 10)].into_iter().collect());
 }
 
@@ -90,13 +111,16 @@ async fn a_fine_locked_by_someone_else_is_skipped_and_finalised_by_the_next_date
         .await
         .unwrap();
     assert_all_succeeded(&walk(&db.pool, &[ymd(2026, 3, 31)]).await);
-    let pending: Vec<i64> = sqlx::query_scalar(
-        "select id from fine_record where settle_month = '2026-03-01' and status = 'PENDING'",
-    )
-    .fetch_all(&db.pool)
-    .await
-    .unwrap();
-    assert_eq!(pending, [fine_id], "the locked fine was skipped, not waited for; every other one settled");
+    let pending: Vec<i64> =
+        sqlx::query_scalar("select id from fine_record where settle_month = '2026-03-01' and status = 'PENDING'")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        pending,
+        [fine_id],
+        "the locked fine was skipped, not waited for; every other one settled"
+    );
     other.rollback().await.unwrap();
 
     // Still final the next day: finalised then (void, as it has no overdue day left).
@@ -121,28 +145,46 @@ async fn executions_are_listed_newest_first_with_the_spec_fields() {
     let dates = days(ymd(2026, 3, 1), ymd(2026, 3, 5));
     assert_all_succeeded(&walk(&db.pool, &dates).await);
 
-    let first = records::list(&db.pool, TASK, PageRequest { after: 0, limit: 3 }).await.unwrap();
+    let first = records::list(&db.pool, TASK, PageRequest { after: 0, limit: 3 })
+        .await
+        .unwrap();
     assert_eq!(first.len(), 4, "one more than the page, to know another follows");
     let newest = &first[0];
     assert_eq!(newest.business_date, ymd(2026, 3, 5));
     assert_eq!(
-        (newest.task_name.as_str(), newest.trigger.as_str(), newest.instance_id.as_str(), newest.status.as_str()),
+        (
+            newest.task_name.as_str(),
+            newest.trigger.as_str(),
+            newest.instance_id.as_str(),
+            newest.status.as_str()
+        ),
         (TASK, "manual", "test-replica", "SUCCESS")
     );
     assert_eq!(newest.fencing_token, TOKEN);
     assert!(newest.finished_at.unwrap() >= newest.started_at);
     assert_eq!(newest.error, None);
 
-    let rest = records::list(&db.pool, TASK, PageRequest { after: first[2].id, limit: 3 }).await.unwrap();
+    let rest = records::list(
+        &db.pool,
+        TASK,
+        PageRequest {
+            after: first[2].id,
+            limit: 3,
+        },
+    )
+    .await
+    .unwrap();
     let listed: Vec<_> = first[..3].iter().chain(&rest).map(|r| r.business_date).collect();
     let mut expected = dates.clone();
     expected.reverse();
     assert_eq!(listed, expected);
-    assert!(records::list(&db.pool, "another-task", PageRequest { after: 0, limit: 3 }).await.unwrap().is_empty());
-    assert_eq!(
-        records::find(&db.pool, newest.id).await.unwrap().as_ref(),
-        Some(newest)
+    assert!(
+        records::list(&db.pool, "another-task", PageRequest { after: 0, limit: 3 })
+            .await
+            .unwrap()
+            .is_empty()
     );
+    assert_eq!(records::find(&db.pool, newest.id).await.unwrap().as_ref(), Some(newest));
     assert_eq!(
         settlement::records::last_success(&db.pool, TASK).await.unwrap(),
         Some(ymd(2026, 3, 5))

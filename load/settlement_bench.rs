@@ -1,0 +1,516 @@
+//! Benchmark: the settlement of one business date over a million loans, next to the same work
+//! done by hand-written set-based SQL, and the rerun of the settled date.
+//!
+//! Run with `load/bench-settlement` (or `cargo run --release --example settlement_bench`).
+//!
+//! 1. Seeds a scratch database `finesettle_bench_settle_seed` (`BENCH_LOANS` loans, default
+//!    1,000,000; about 30% have overdue days in the month of the date) with `generate_series`.
+//!    Each of `BENCH_ROUNDS` rounds (default 3) copies it twice (`create database .. template ..`)
+//!    into `finesettle_bench_settle_a` and `_b`: identical starting points on the same server.
+//!    The two sides run one after the other, alternating which goes first (on a shared machine
+//!    the load changes between runs: compare the per-round ratios); `BENCH_MODE=side-by-side`
+//!    runs them at the same time instead.
+//! 2. (a) finesettle: `settlement::settle_dates` for the month-end date on copy A (fence guard,
+//!    execution records, batches of `BENCH_BATCH_SIZE` rows, `for update skip locked`, one
+//!    transaction). The month end is taken so that both steps have every fine to do: the accrual
+//!    writes all of them and the settlement makes all of them final.
+//! 3. (b) hand-written: one `insert .. select .. on conflict` for the accrual and one
+//!    `update .. returning` feeding an `insert` for the settlement, in one transaction, on copy B.
+//!    Same recomputation of the final amount, same ledger entries; no batching, no fence, no
+//!    records. The two copies must end equal (checked).
+//! 4. (c) the rerun of the settled date on the last round's A, under a newer fencing token: its time, and a
+//!    checksum of every fine and ledger row, including each row version's `xmin`, before and
+//!    after: equal means the rerun rewrote no row, not even with the same values.
+//!
+//! The server comes from `DATABASE_URL` (its database name is replaced), default
+//! `postgres://postgres@127.0.0.1:5432`. `BENCH_KEEP=1` keeps the scratch databases.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, ensure};
+use chrono::NaiveDate;
+use finesettle::settlement::{self, DateStatus, RunContext, Trigger};
+use finesettle::store::database;
+use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool};
+use tokio_util::sync::CancellationToken;
+
+const TASK: &str = "settle-fines";
+const DB_SEED: &str = "finesettle_bench_settle_seed";
+const DB_A: &str = "finesettle_bench_settle_a";
+const DB_B: &str = "finesettle_bench_settle_b";
+/// The business date settled: a month end, so that accrue and settle both handle every fine.
+const DATE: &str = "2026-03-31";
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    // Logs on stderr, filtered by RUST_LOG (the script sets `warn`; `finesettle=debug` shows
+    // every batch).
+    finesettle::telemetry::init();
+    let loans: i64 = env_or("BENCH_LOANS", 1_000_000)?;
+    let batch_size: i64 = env_or("BENCH_BATCH_SIZE", 20_000)?;
+    let rounds: usize = env_or("BENCH_ROUNDS", 3)?;
+    let keep = std::env::var("BENCH_KEEP").is_ok_and(|v| v == "1");
+    let concurrent = std::env::var("BENCH_MODE").is_ok_and(|v| v == "side-by-side");
+    let server = server_url();
+    let date: NaiveDate = DATE.parse()?;
+
+    println!("seeding {loans} loans into {DB_SEED} ...");
+    let seeded = Instant::now();
+    recreate(&server, DB_SEED, None).await?;
+    let pool = database::connect(&url(&server, DB_SEED), 4).await?;
+    database::migrate(&pool).await?;
+    seed(&pool, loans).await?;
+    let candidates: i64 = sqlx::query_scalar(
+        "select count(*) from loan where due_on < $1 and (returned_on is null or returned_on >= date_trunc('month', $1)::date and returned_on > due_on)",
+    )
+    .bind(date)
+    .fetch_one(&pool)
+    .await?;
+    pool.close().await;
+    println!("seeded in {:.1} s", seeded.elapsed().as_secs_f64());
+
+    let ctx = RunContext {
+        task_name: TASK.to_owned(),
+        fencing_token: 7,
+        instance_id: "bench".to_owned(),
+        trigger: Trigger::Manual,
+        batch_size,
+    };
+    let never = CancellationToken::new();
+    let mut results = Vec::new();
+    let mut last_a = None;
+    for round in 0..rounds {
+        // Fresh identical copies each round. One side after the other (the default), alternating
+        // which goes first, so that a change in machine load does not always favour the same
+        // side. Side by side (BENCH_MODE=side-by-side), both run at the same time, one backend
+        // each: both see the same machine load, but they also compete for the same buffer cache.
+        recreate(&server, DB_A, Some(DB_SEED)).await?;
+        recreate(&server, DB_B, Some(DB_SEED)).await?;
+        let pool_a = database::connect(&url(&server, DB_A), 4).await?;
+        let pool_b = database::connect(&url(&server, DB_B), 4).await?;
+        warm_up(&pool_a).await?;
+        warm_up(&pool_b).await?;
+        checkpoint(&pool_a).await?;
+        let (ours, hand) = if concurrent {
+            let (ours, hand) = tokio::join!(ours(&pool_a, &ctx, date, &never), hand_written(&pool_b, date));
+            (ours?, hand?)
+        } else if round % 2 == 0 {
+            let ours = ours(&pool_a, &ctx, date, &never).await?;
+            checkpoint(&pool_b).await?;
+            (ours, hand_written(&pool_b, date).await?)
+        } else {
+            let hand = hand_written(&pool_b, date).await?;
+            checkpoint(&pool_a).await?;
+            (ours(&pool_a, &ctx, date, &never).await?, hand)
+        };
+        ensure!(
+            result_digest(&pool_a).await? == result_digest(&pool_b).await?,
+            "finesettle and the hand-written SQL disagree on the fines or the ledger"
+        );
+        println!(
+            "round {}: finesettle {:.0} ms, hand-written {:.0} ms",
+            round + 1,
+            ms(ours.total),
+            ms(hand.total)
+        );
+        results.push((ours, hand));
+        pool_b.close().await;
+        if let Some(previous) = last_a.replace(pool_a) {
+            previous.close().await;
+        }
+    }
+    let pool_a = last_a.context("at least one round")?;
+
+    // (c) the rerun of the settled date, by a newer holder
+    sqlx::query("update task_lock set fencing_token = 8 where task_name = $1")
+        .bind(TASK)
+        .execute(&pool_a)
+        .await?;
+    let before = row_versions(&pool_a).await?;
+    let rerun_ctx = RunContext {
+        fencing_token: 8,
+        ..ctx.clone()
+    };
+    let rerun_started = Instant::now();
+    let mut tx = pool_a.begin().await?;
+    let rerun = settlement::settle_date(&mut tx, &rerun_ctx, date, &never).await?;
+    tx.commit().await?;
+    let rerun_time = rerun_started.elapsed();
+    let after = row_versions(&pool_a).await?;
+    // Through the walk the date is not even run again: it already has its SUCCESS.
+    let walk_rerun = settlement::settle_dates(&pool_a, &rerun_ctx, &[date], &never, &never).await;
+
+    print_results(loans, candidates, batch_size, concurrent, &results);
+    println!();
+    println!(
+        "(c) rerun of the settled date {DATE} (settle_date, fencing token 8): {:.0} ms, wrote {} rows \
+         (accrued {}, settled {}, voided {})",
+        ms(rerun_time),
+        rerun.affected_rows(),
+        rerun.accrued,
+        rerun.settled,
+        rerun.voided
+    );
+    println!(
+        "    fine_record: {} rows, checksum incl. xmin before {} after {} -> {}",
+        before.fines,
+        before.fine_digest,
+        after.fine_digest,
+        if before.fine_digest == after.fine_digest {
+            "unchanged"
+        } else {
+            "CHANGED"
+        }
+    );
+    println!(
+        "    ledger_entry: {} rows, checksum incl. xmin before {} after {} -> {}",
+        before.entries,
+        before.ledger_digest,
+        after.ledger_digest,
+        if before.ledger_digest == after.ledger_digest {
+            "unchanged"
+        } else {
+            "CHANGED"
+        }
+    );
+    println!(
+        "    through the walk (settle_dates): {:?} in {:.1} ms",
+        walk_rerun.outcomes[0].status,
+        ms(walk_rerun.outcomes[0].duration)
+    );
+    ensure!(before == after, "the rerun changed rows");
+
+    pool_a.close().await;
+    if !keep {
+        for name in [DB_A, DB_B, DB_SEED] {
+            drop_database(&server, name).await?;
+        }
+    }
+    Ok(())
+}
+
+/// (a) finesettle: the walk over the one date, with its records, fence and batches.
+async fn ours(pool: &PgPool, ctx: &RunContext, date: NaiveDate, never: &CancellationToken) -> anyhow::Result<Timings> {
+    let report = settlement::settle_dates(pool, ctx, &[date], never, never).await;
+    let outcome = report.outcomes.first().context("the walk ran the date")?;
+    ensure!(
+        outcome.status == DateStatus::Success,
+        "our run failed: {:?}",
+        outcome.error
+    );
+    let counts = outcome.counts.context("a successful date has counts")?;
+    Ok(Timings {
+        accrued: counts.accrued,
+        settled: counts.settled,
+        accrue: counts.accrue_time,
+        settle: counts.settle_time,
+        total: outcome.duration,
+    })
+}
+
+struct Timings {
+    accrued: i64,
+    settled: i64,
+    accrue: Duration,
+    settle: Duration,
+    total: Duration,
+}
+
+impl Timings {
+    fn accrue_rate(&self) -> f64 {
+        per_second(self.accrued, self.accrue)
+    }
+    fn settle_rate(&self) -> f64 {
+        per_second(self.settled, self.settle)
+    }
+    /// Fines carried through both steps per second of the whole date, commit included.
+    fn date_rate(&self) -> f64 {
+        per_second(self.settled, self.total)
+    }
+}
+
+fn print_results(loans: i64, candidates: i64, batch_size: i64, concurrent: bool, results: &[(Timings, Timings)]) {
+    println!();
+    println!(
+        "settlement of {DATE} over {loans} loans, {candidates} of them with overdue days in the month \
+         ({:.0}%); batch size {batch_size}; {} rounds on fresh copies, {}",
+        100.0 * candidates as f64 / loans as f64,
+        results.len(),
+        if concurrent {
+            "both sides at the same time"
+        } else {
+            "one side after the other"
+        }
+    );
+    println!(
+        "{:<26} {:>9} {:>10} {:>13} {:>9} {:>10} {:>13} {:>10} {:>13}",
+        "", "accrued", "accrue ms", "accrue rows/s", "settled", "settle ms", "settle rows/s", "date ms", "date fines/s"
+    );
+    for (round, (ours, hand)) in results.iter().enumerate() {
+        for (name, t) in [("finesettle", ours), ("hand-written SQL", hand)] {
+            println!(
+                "{:<26} {:>9} {:>10.0} {:>13.0} {:>9} {:>10.0} {:>13.0} {:>10.0} {:>13.0}",
+                format!("round {} {name}", round + 1),
+                t.accrued,
+                ms(t.accrue),
+                t.accrue_rate(),
+                t.settled,
+                ms(t.settle),
+                t.settle_rate(),
+                ms(t.total),
+                t.date_rate()
+            );
+        }
+    }
+    let best = |pick: fn(&Timings) -> f64, of: fn(&(Timings, Timings)) -> &Timings| {
+        results.iter().map(|r| pick(of(r))).fold(0.0_f64, f64::max)
+    };
+    let ratio = |pick: fn(&Timings) -> f64| best(pick, |r| &r.0) / best(pick, |r| &r.1);
+    println!(
+        "best of each side: finesettle accrue {:.0} rows/s, settle {:.0} rows/s, date {:.0} fines/s; \
+         hand-written accrue {:.0} rows/s, settle {:.0} rows/s, date {:.0} fines/s",
+        best(Timings::accrue_rate, |r| &r.0),
+        best(Timings::settle_rate, |r| &r.0),
+        best(Timings::date_rate, |r| &r.0),
+        best(Timings::accrue_rate, |r| &r.1),
+        best(Timings::settle_rate, |r| &r.1),
+        best(Timings::date_rate, |r| &r.1)
+    );
+    println!(
+        "ratio finesettle / hand-written (best of each): accrue {:.2}, settle {:.2}, whole date {:.2} (target >= 0.80)",
+        ratio(Timings::accrue_rate),
+        ratio(Timings::settle_rate),
+        ratio(Timings::date_rate)
+    );
+    for (round, (ours, hand)) in results.iter().enumerate() {
+        println!(
+            "  round {}: accrue {:.2}, settle {:.2}, whole date {:.2}",
+            round + 1,
+            ours.accrue_rate() / hand.accrue_rate(),
+            ours.settle_rate() / hand.settle_rate(),
+            ours.date_rate() / hand.date_rate()
+        );
+    }
+}
+
+/// The same work as one date of finesettle, as two set-based statements in one transaction.
+async fn hand_written(pool: &PgPool, date: NaiveDate) -> anyhow::Result<Timings> {
+    let started = Instant::now();
+    let mut tx = pool.begin().await?;
+    let t = Instant::now();
+    let accrued = sqlx::query(
+        r#"
+        insert into fine_record
+            (loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through, fencing_token)
+        select l.id, l.member_id, date_trunc('month', $1::date)::date,
+               least($1, l.returned_on) - greatest(l.due_on + 1, date_trunc('month', $1::date)::date) + 1,
+               (least($1, l.returned_on) - greatest(l.due_on + 1, date_trunc('month', $1::date)::date) + 1)
+                   * l.daily_fine_cents,
+               least($1, l.returned_on), 7
+        from loan l
+        where l.due_on < $1
+          and (l.returned_on is null
+               or l.returned_on >= greatest(l.due_on + 1, date_trunc('month', $1::date)::date))
+        on conflict (loan_id, settle_month) do update
+        set overdue_days = excluded.overdue_days, amount_cents = excluded.amount_cents,
+            accrued_through = excluded.accrued_through, fencing_token = excluded.fencing_token
+        where fine_record.status = 'PENDING' and fine_record.accrued_through < excluded.accrued_through
+        "#,
+    )
+    .bind(date)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    let accrue = t.elapsed();
+    let t = Instant::now();
+    let settled: i64 = sqlx::query_scalar(
+        r#"
+        with settled as (
+            update fine_record f
+            set status = 'SETTLED', settled_at = now(), fencing_token = 7,
+                overdue_days = least((f.settle_month + interval '1 month')::date - 1, l.returned_on)
+                               - greatest(l.due_on + 1, f.settle_month) + 1,
+                amount_cents = (least((f.settle_month + interval '1 month')::date - 1, l.returned_on)
+                                - greatest(l.due_on + 1, f.settle_month) + 1) * l.daily_fine_cents,
+                accrued_through = least((f.settle_month + interval '1 month')::date - 1, l.returned_on)
+            from loan l
+            where l.id = f.loan_id and f.status = 'PENDING'
+              and (f.settle_month < date_trunc('month', $1::date + 1)::date or l.returned_on <= $1)
+            returning f.id, f.member_id, f.amount_cents
+        ),
+        charged as (
+            insert into ledger_entry (member_id, fine_id, kind, amount_cents, fencing_token)
+            select member_id, id, 'CHARGE', amount_cents, 7 from settled where amount_cents > 0
+            on conflict (fine_id, kind) where fine_id is not null do nothing
+        )
+        select count(*) from settled
+        "#,
+    )
+    .bind(date)
+    .fetch_one(&mut *tx)
+    .await?;
+    let settle = t.elapsed();
+    tx.commit().await?;
+    Ok(Timings {
+        accrued: i64::try_from(accrued)?,
+        settled,
+        accrue,
+        settle,
+        total: started.elapsed(),
+    })
+}
+
+/// 100,000 members, one book per loan (an open loan needs a copy of its own), and the loans:
+/// - 25% open and overdue since a day between Feb 1 and Mar 30;
+/// - 5% returned in March, one to nine days late;
+/// - 35% open and not yet due on the date;
+/// - 35% returned on time in January or February.
+async fn seed(pool: &PgPool, loans: i64) -> anyhow::Result<()> {
+    let sql = format!(
+        r#"
+        insert into member (name, email)
+        select 'member ' || g, 'member' || g || '@example.org' from generate_series(1, 100000) g;
+        insert into book (title) select 'book ' || g from generate_series(1, {loans}) g;
+        insert into loan (member_id, book_id, borrowed_on, due_on, returned_at, returned_on, daily_fine_cents)
+        select 1 + g % 100000, g, due_on - 14, due_on,
+               (returned_on + time '12:00') at time zone 'Asia/Shanghai', returned_on, 10 + g % 91
+        from (
+            select g,
+                   case when b < 25 then date '2026-03-30' - (g * 7 % 58)
+                        when b < 30 then date '2026-02-28' + (g % 20)
+                        when b < 65 then date '2026-03-31' + (g % 20)
+                        else date '2026-01-15' + (g % 50) end as due_on,
+                   case when b < 25 then null
+                        when b < 30 then date '2026-02-28' + (g % 20) + 1 + (g % 9)
+                        when b < 65 then null
+                        else date '2026-01-15' + (g % 50) - (g % 14) end as returned_on
+            from (select g, g % 100 as b from generate_series(1, {loans}) g) s
+        ) x;
+        insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token, fencing_token)
+        values ('{TASK}', now() + interval '1 day', now(), 'bench', gen_random_uuid(), 7);
+        "#
+    );
+    sqlx::raw_sql(AssertSqlSafe(sql)).execute(pool).await?;
+    sqlx::raw_sql("vacuum analyze").execute(pool).await?;
+    Ok(())
+}
+
+/// Reads the tables once so that both copies start with the same warm caches.
+async fn warm_up(pool: &PgPool) -> anyhow::Result<()> {
+    sqlx::raw_sql("select count(*), sum(daily_fine_cents) from loan; select count(*) from member")
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Flushes dirty pages so that neither run pays for the other's writes.
+async fn checkpoint(pool: &PgPool) -> anyhow::Result<()> {
+    sqlx::raw_sql("checkpoint").execute(pool).await?;
+    Ok(())
+}
+
+/// Fines and ledger entries by business key (no ids, timestamps or tokens): equal on both copies
+/// when both did the same work.
+async fn result_digest(pool: &PgPool) -> anyhow::Result<(String, String)> {
+    let fines: String = sqlx::query_scalar(
+        "select coalesce(md5(string_agg(concat_ws('|', loan_id, settle_month, overdue_days, amount_cents, \
+         accrued_through, status), ',' order by loan_id, settle_month)), '') from fine_record",
+    )
+    .fetch_one(pool)
+    .await?;
+    let ledger: String = sqlx::query_scalar(
+        "select coalesce(md5(string_agg(concat_ws('|', f.loan_id, f.settle_month, e.kind, e.amount_cents), ',' \
+         order by f.loan_id, f.settle_month, e.kind)), '') from ledger_entry e join fine_record f on f.id = e.fine_id",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok((fines, ledger))
+}
+
+/// Every column of every fine and ledger row plus its row version (`xmin`): any write, even one
+/// that stores the same values, changes it.
+#[derive(Debug, PartialEq, Eq)]
+struct RowVersions {
+    fines: i64,
+    fine_digest: String,
+    entries: i64,
+    ledger_digest: String,
+}
+
+async fn row_versions(pool: &PgPool) -> anyhow::Result<RowVersions> {
+    let (fines, fine_digest): (i64, String) = sqlx::query_as(
+        "select count(*), coalesce(md5(string_agg(concat_ws('|', xmin, f.*), ',' order by id)), '') \
+         from fine_record f",
+    )
+    .fetch_one(pool)
+    .await?;
+    let (entries, ledger_digest): (i64, String) = sqlx::query_as(
+        "select count(*), coalesce(md5(string_agg(concat_ws('|', xmin, e.*), ',' order by id)), '') \
+         from ledger_entry e",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(RowVersions {
+        fines,
+        fine_digest,
+        entries,
+        ledger_digest,
+    })
+}
+
+/// Drops `name` and creates it again, empty or as a copy of `template`.
+async fn recreate(server: &str, name: &str, template: Option<&str>) -> anyhow::Result<()> {
+    drop_database(server, name).await?;
+    let mut conn = PgConnection::connect(&url(server, "postgres")).await?;
+    let sql = match template {
+        Some(t) => format!("create database \"{name}\" template \"{t}\""),
+        None => format!("create database \"{name}\""),
+    };
+    sqlx::raw_sql(AssertSqlSafe(sql)).execute(&mut conn).await?;
+    conn.close().await?;
+    Ok(())
+}
+
+async fn drop_database(server: &str, name: &str) -> anyhow::Result<()> {
+    let mut conn = PgConnection::connect(&url(server, "postgres")).await?;
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "drop database if exists \"{name}\" with (force)"
+    )))
+    .execute(&mut conn)
+    .await?;
+    conn.close().await?;
+    Ok(())
+}
+
+/// `postgres://user@host:port` from `DATABASE_URL` (without database name or query).
+fn server_url() -> String {
+    let configured =
+        std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let without_query = configured.split('?').next().unwrap_or_default();
+    match without_query.rsplit_once('/') {
+        Some((server, _)) if server.contains("//") && !server.ends_with('/') => server.to_owned(),
+        _ => without_query.trim_end_matches('/').to_owned(),
+    }
+}
+
+fn url(server: &str, database: &str) -> String {
+    format!("{server}/{database}")
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
+where
+    T::Err: std::fmt::Display,
+{
+    match std::env::var(name) {
+        Ok(v) => v.parse().map_err(|e| anyhow::anyhow!("{name}={v}: {e}")),
+        Err(_) => Ok(default),
+    }
+}
+
+fn per_second(rows: i64, time: Duration) -> f64 {
+    rows as f64 / time.as_secs_f64().max(1e-9)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
