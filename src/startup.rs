@@ -12,10 +12,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::alerts::{self, AlertWorkerConfig};
 use crate::config::{ApiTokens, Settings};
-use crate::reminders::{self, ReminderWorkerConfig};
 use crate::jobs::SettleJob;
 use crate::jobs::scheduler::Scheduler;
 use crate::lock::JobLock;
+use crate::reminders::{self, ReminderWorkerConfig};
 use crate::{store, telemetry};
 
 /// What every handler can reach. Cheap to clone.
@@ -54,7 +54,11 @@ impl Application {
             redis,
             job,
         };
-        Ok(Application { listener, state, alerts })
+        Ok(Application {
+            listener,
+            state,
+            alerts,
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -74,10 +78,19 @@ impl Application {
         let pool = self.state.pool.clone();
         let mut workers = vec![telemetry::spawn_clock_skew_probe(pool.clone(), stop.clone())];
         let scheduler = if settings.scheduler_enabled {
-            workers.push(tokio::spawn(alerts::run_alert_worker(pool.clone(), self.alerts, stop.clone())));
+            workers.push(tokio::spawn(alerts::run_alert_worker(
+                pool.clone(),
+                self.alerts,
+                stop.clone(),
+            )));
             if let Some(redis) = self.state.redis.clone() {
                 let config = ReminderWorkerConfig::from_settings(&settings);
-                workers.push(tokio::spawn(reminders::run_reminder_worker(pool.clone(), redis, config, stop.clone())));
+                workers.push(tokio::spawn(reminders::run_reminder_worker(
+                    pool.clone(),
+                    redis,
+                    config,
+                    stop.clone(),
+                )));
             }
             Some(Scheduler::start(self.state.job.clone(), stop.child_token()).await?)
         } else {

@@ -65,6 +65,7 @@ impl Webhook {
             Some(port) => format!("{}://{host}:{port}", url.scheme()),
             None => format!("{}://{host}", url.scheme()),
         };
+        crate::tls::install_crypto_provider();
         let client = reqwest::Client::builder()
             .timeout(request_timeout)
             .connect_timeout(request_timeout)

@@ -39,6 +39,8 @@ pub enum Command {
         #[arg(long)]
         to: NaiveDate,
     },
+    /// Fill an empty library with a realistic demo data set: members, books, back-dated loans.
+    Seed(crate::seed::SeedOptions),
     /// Print the OpenAPI document.
     Openapi,
 }
@@ -58,6 +60,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Settle { date } => settle::settle_range(Settings::from_env()?, date, date).await,
         Command::Backfill { from, to } => settle::settle_range(Settings::from_env()?, from, to).await,
+        Command::Seed(options) => crate::seed::run(Settings::from_env()?, options).await,
         Command::Serve => {
             let mut settings = Settings::from_env()?;
             if settings.api_tokens.is_empty() {

@@ -23,9 +23,17 @@ pub async fn settle_range(settings: Settings, from: NaiveDate, to: NaiveDate) ->
     let pool = store::database::connect(&settings.database_url, 4).await?;
     store::database::migrate(&pool).await?;
     let today = store::clock::business_today(&pool, settings.business_tz).await?;
-    anyhow::ensure!(to < today, "--to {to} has not ended yet in {} (today is {today})", settings.business_tz);
+    anyhow::ensure!(
+        to < today,
+        "--to {to} has not ended yet in {} (today is {today})",
+        settings.business_tz
+    );
     let redis = settings.redis_url.as_deref().map(store::redis::pool).transpose()?;
-    let job = SettleJob::new(pool.clone(), JobLock::from_settings(pool.clone(), redis, &settings)?, &settings)?;
+    let job = SettleJob::new(
+        pool.clone(),
+        JobLock::from_settings(pool.clone(), redis, &settings)?,
+        &settings,
+    )?;
     let dates: Vec<NaiveDate> = from.iter_days().take(usize::try_from(days)?).collect();
     let now = store::clock::now(&pool).await?;
     let started = match job.start(Trigger::Manual, now, Plan::Dates(dates)).await {
@@ -63,7 +71,11 @@ pub async fn settle_range(settings: Settings, from: NaiveDate, to: NaiveDate) ->
     }
     anyhow::ensure!(!report.lost_lease, "the lease was lost; another replica took over");
     anyhow::ensure!(
-        report.walk.outcomes.iter().all(|o| matches!(o.status, DateStatus::Success | DateStatus::AlreadySettled))
+        report
+            .walk
+            .outcomes
+            .iter()
+            .all(|o| matches!(o.status, DateStatus::Success | DateStatus::AlreadySettled))
             && report.walk.not_run.is_empty(),
         "some dates did not settle; see above"
     );

@@ -1,8 +1,8 @@
 //! The HTTP interface: the router, its middleware, and one folder per resource.
 
 pub mod auth;
-pub mod error;
 pub mod dates;
+pub mod error;
 pub mod extract;
 mod health;
 pub mod idempotency;
@@ -14,6 +14,7 @@ pub mod response;
 
 mod alerts;
 mod books;
+mod dashboard;
 mod fines;
 mod jobs;
 mod loans;
@@ -59,6 +60,7 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
     Router::new()
         .merge(api)
         .merge(health::routes())
+        .merge(dashboard::routes())
         .merge(openapi::docs_routes(document))
         .fallback(middleware::not_found)
         .with_state(state)

@@ -129,7 +129,10 @@ impl SettleJob {
     pub async fn shutdown(&self, grace: Duration) {
         self.inner.shutdown.cancel();
         if tokio::time::timeout(grace, self.inner.running.lock()).await.is_err() {
-            tracing::warn!(grace_ms = grace.as_millis() as u64, "settlement still running after the grace period; abandoning its date");
+            tracing::warn!(
+                grace_ms = grace.as_millis() as u64,
+                "settlement still running after the grace period; abandoning its date"
+            );
             self.inner.abort.cancel();
             let _ = tokio::time::timeout(Duration::from_secs(30), self.inner.running.lock()).await;
         }

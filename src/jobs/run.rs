@@ -19,7 +19,10 @@ pub enum Refused {
     #[error("this process is still running the previous fire")]
     Busy,
     #[error("the lock is held by {holder} until {locked_until}")]
-    Held { holder: String, locked_until: DateTime<Utc> },
+    Held {
+        holder: String,
+        locked_until: DateTime<Utc>,
+    },
     #[error("the lock store is unavailable: {0}")]
     Unavailable(String),
     #[error("every date is already settled")]
@@ -55,9 +58,19 @@ impl Started {
     }
 }
 
-pub(super) async fn start(job: &SettleJob, trigger: Trigger, fired_at: DateTime<Utc>, plan: Plan) -> Result<Started, Refused> {
+pub(super) async fn start(
+    job: &SettleJob,
+    trigger: Trigger,
+    fired_at: DateTime<Utc>,
+    plan: Plan,
+) -> Result<Started, Refused> {
     let inner = &job.inner;
-    let attempt = |outcome: AttemptOutcome| Attempt { job, trigger, fired_at, outcome };
+    let attempt = |outcome: AttemptOutcome| Attempt {
+        job,
+        trigger,
+        fired_at,
+        outcome,
+    };
     if inner.shutdown.is_cancelled() {
         return Err(Refused::ShuttingDown);
     }
@@ -83,7 +96,9 @@ pub(super) async fn start(job: &SettleJob, trigger: Trigger, fired_at: DateTime<
         Ok(_) => {}
         Err(error) => {
             let detail = format!("planning failed: {error}");
-            attempt(AttemptOutcome::Unavailable).record(None, None, Some(&detail)).await;
+            attempt(AttemptOutcome::Unavailable)
+                .record(None, None, Some(&detail))
+                .await;
             return Err(Refused::Unavailable(detail));
         }
     }
@@ -96,7 +111,9 @@ pub(super) async fn start(job: &SettleJob, trigger: Trigger, fired_at: DateTime<
         }
         Err(error) => {
             let detail = error.to_string();
-            attempt(AttemptOutcome::Unavailable).record(None, None, Some(&detail)).await;
+            attempt(AttemptOutcome::Unavailable)
+                .record(None, None, Some(&detail))
+                .await;
             tracing::warn!(job.task_name = %inner.spec.task_name, error = %detail, "lock store unavailable; fire skipped");
             return Err(Refused::Unavailable(detail));
         }
@@ -107,18 +124,29 @@ pub(super) async fn start(job: &SettleJob, trigger: Trigger, fired_at: DateTime<
         Ok(dates) => dates,
         Err(error) => {
             let detail = format!("planning failed: {error}");
-            attempt(AttemptOutcome::Unavailable).record(Some(token), None, Some(&detail)).await;
+            attempt(AttemptOutcome::Unavailable)
+                .record(Some(token), None, Some(&detail))
+                .await;
             release(job, &lease).await;
             return Err(Refused::Unavailable(detail));
         }
     };
     if dates.is_empty() {
-        attempt(AttemptOutcome::NothingToDo).record(Some(token), None, None).await;
+        attempt(AttemptOutcome::NothingToDo)
+            .record(Some(token), None, None)
+            .await;
         release(job, &lease).await;
         return Err(Refused::NothingToDo);
     }
-    let detail = format!("settling {} date(s) from {} to {}", dates.len(), dates[0], dates[dates.len() - 1]);
-    attempt(AttemptOutcome::Won).record(Some(token), None, Some(&detail)).await;
+    let detail = format!(
+        "settling {} date(s) from {} to {}",
+        dates.len(),
+        dates[0],
+        dates[dates.len() - 1]
+    );
+    attempt(AttemptOutcome::Won)
+        .record(Some(token), None, Some(&detail))
+        .await;
     tracing::info!(
         job.task_name = %inner.spec.task_name,
         job.trigger = trigger.as_str(),
@@ -134,7 +162,12 @@ pub(super) async fn start(job: &SettleJob, trigger: Trigger, fired_at: DateTime<
         let _guard = guard;
         walk(&job, trigger, fired_at, lease, walk_dates, progress_tx).await
     });
-    Ok(Started { fencing_token: token, dates, progress, handle })
+    Ok(Started {
+        fencing_token: token,
+        dates,
+        progress,
+        handle,
+    })
 }
 
 /// The dates this fire settles, after marking what older holders left RUNNING as abandoned.
@@ -199,9 +232,18 @@ async fn walk(
     let lost_lease = keeper.lost().is_cancelled();
     let lease = keeper.stop().await;
     if lost_lease {
-        Attempt { job, trigger, fired_at, outcome: AttemptOutcome::LostLease }
-            .record(Some(lease.fencing_token), None, Some("the lease was lost; the run stopped"))
-            .await;
+        Attempt {
+            job,
+            trigger,
+            fired_at,
+            outcome: AttemptOutcome::LostLease,
+        }
+        .record(
+            Some(lease.fencing_token),
+            None,
+            Some("the lease was lost; the run stopped"),
+        )
+        .await;
         tracing::warn!(job.task_name = %context.task_name, lock.fencing_token = lease.fencing_token, "lease lost; run stopped");
     } else {
         release(job, &lease).await;
@@ -213,14 +255,22 @@ async fn walk(
         duration_ms = started.elapsed().as_millis() as u64,
         "fire finished"
     );
-    RunReport { fencing_token: lease.fencing_token, walk: report, lost_lease }
+    RunReport {
+        fencing_token: lease.fencing_token,
+        walk: report,
+        lost_lease,
+    }
 }
 
 /// One execution metric per date; rows and the last-success gauge for settled dates.
 fn report_metrics(context: &RunContext, report: &WalkReport) {
     let task = &context.task_name;
     for outcome in &report.outcomes {
-        let status = if outcome.status == DateStatus::Success { "SUCCESS" } else { "FAILED" };
+        let status = if outcome.status == DateStatus::Success {
+            "SUCCESS"
+        } else {
+            "FAILED"
+        };
         if outcome.status == DateStatus::AlreadySettled {
             continue;
         }
@@ -240,8 +290,13 @@ async fn release(job: &SettleJob, lease: &Lease) {
     let inner = &job.inner;
     match inner.lock.release(lease, inner.spec.at_least_for).await {
         Ok(true) => {}
-        Ok(false) => tracing::warn!(lock.fencing_token = lease.fencing_token, "lock was no longer ours at release"),
-        Err(error) => tracing::warn!(%error, lock.fencing_token = lease.fencing_token, "lock release failed; it will expire"),
+        Ok(false) => tracing::warn!(
+            lock.fencing_token = lease.fencing_token,
+            "lock was no longer ours at release"
+        ),
+        Err(error) => {
+            tracing::warn!(%error, lock.fencing_token = lease.fencing_token, "lock release failed; it will expire")
+        }
     }
 }
 

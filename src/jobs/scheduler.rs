@@ -43,19 +43,29 @@ async fn catch_up_at_start(job: SettleJob) {
     let result: anyhow::Result<()> = async {
         let pool = job.pool();
         let now = store::clock::now(pool).await?;
-        let Some(slot) = job.schedule().latest_at_or_before(now) else { return Ok(()) };
+        let Some(slot) = job.schedule().latest_at_or_before(now) else {
+            return Ok(());
+        };
         let target = settle_target(slot, job.schedule().tz());
-        let missing = settlement::dates_for_run(pool, job.task_name(), job.start_date(), target, job.backfill_max_days()).await?;
+        let missing =
+            settlement::dates_for_run(pool, job.task_name(), job.start_date(), target, job.backfill_max_days()).await?;
         if missing.is_empty() {
             return Ok(());
         }
-        tracing::info!(job.task_name = job.task_name(), job.dates = missing.len(), "dates missing at start; catching up");
+        tracing::info!(
+            job.task_name = job.task_name(),
+            job.dates = missing.len(),
+            "dates missing at start; catching up"
+        );
         log_refusal(job.fire(Trigger::Startup, now, Plan::CatchUp { target }).await.err());
         Ok(())
     }
     .await;
     if let Err(error) = result {
-        tracing::warn!(error = format!("{error:#}"), "catch-up at start failed; the next fire will retry");
+        tracing::warn!(
+            error = format!("{error:#}"),
+            "catch-up at start failed; the next fire will retry"
+        );
     }
 }
 

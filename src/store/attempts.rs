@@ -86,7 +86,11 @@ pub async fn record(executor: impl sqlx::PgExecutor<'_>, attempt: &NewAttempt<'_
 }
 
 /// Newest first; the cursor is the last id seen (rows with smaller ids follow).
-pub async fn list(executor: impl sqlx::PgExecutor<'_>, task_name: &str, page: PageRequest) -> sqlx::Result<Vec<AttemptRow>> {
+pub async fn list(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &str,
+    page: PageRequest,
+) -> sqlx::Result<Vec<AttemptRow>> {
     sqlx::query_as!(
         AttemptRow,
         r#"

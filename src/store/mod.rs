@@ -8,6 +8,7 @@ pub mod alerts;
 pub mod attempts;
 pub mod books;
 pub mod clock;
+pub mod dashboard;
 pub mod database;
 pub mod executions;
 pub mod fines;

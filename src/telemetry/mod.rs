@@ -53,6 +53,8 @@ static SHUT_DOWN: AtomicBool = AtomicBool::new(false);
 /// Stderr lines are JSON (`FINESETTLE_LOG_FORMAT=pretty` for people), filtered by `RUST_LOG`
 /// (default `info`); the same filter decides what is exported.
 pub fn init() {
+    // The OTLP exporter's HTTP client is built below and needs the TLS crypto provider.
+    crate::tls::install_crypto_provider();
     INSTALLED.get_or_init(|| install(OtelConfig::from_env()));
 }
 

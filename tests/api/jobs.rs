@@ -15,7 +15,12 @@ const JOB: &str = "/api/v1/jobs/settle-fines";
 async fn finished_execution(app: &TestApp, id: i64) -> Value {
     for _ in 0..300 {
         let page = app.get(&format!("{JOB}/executions?limit=500")).await;
-        let found = page.ok(200)["items"].as_array().unwrap().iter().find(|e| e["id"] == id).cloned();
+        let found = page.ok(200)["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id)
+            .cloned();
         if let Some(execution) = found.filter(|e| e["status"] != "RUNNING") {
             return execution;
         }
@@ -41,7 +46,10 @@ async fn the_job_shows_its_schedule_in_utc_and_business_time() {
     for fire in fires {
         // 02:00 in Shanghai is 18:00 UTC the day before.
         assert!(fire["utc"].as_str().unwrap().ends_with("T18:00:00Z"), "{fire}");
-        assert!(fire["business"].as_str().unwrap().ends_with("T02:00:00+08:00"), "{fire}");
+        assert!(
+            fire["business"].as_str().unwrap().ends_with("T02:00:00+08:00"),
+            "{fire}"
+        );
     }
     assert!(job["lock"].is_null() && job["last_execution"].is_null());
     assert_eq!(app.get(JOB).await.ok(200)["name"], "settle-fines");
@@ -107,21 +115,55 @@ async fn runs_and_backfills_refuse_dates_that_have_not_ended_and_bad_bodies() {
     let before = app.row_counts().await;
     let today = app.today().await;
     let runs = format!("{JOB}/runs");
-    assert_eq!(app.post(&runs, json!({ "business_date": today })).await.invalid_fields(), ["business_date"]);
-    assert_eq!(app.post(&runs, json!({ "business_date": "2026-02-30" })).await.invalid_fields(), ["business_date"]);
-    assert_eq!(app.post(&runs, json!({ "business_date": 20260101 })).await.invalid_fields(), ["business_date"]);
+    assert_eq!(
+        app.post(&runs, json!({ "business_date": today }))
+            .await
+            .invalid_fields(),
+        ["business_date"]
+    );
+    assert_eq!(
+        app.post(&runs, json!({ "business_date": "2026-02-30" }))
+            .await
+            .invalid_fields(),
+        ["business_date"]
+    );
+    assert_eq!(
+        app.post(&runs, json!({ "business_date": 20260101 }))
+            .await
+            .invalid_fields(),
+        ["business_date"]
+    );
     assert_eq!(app.post(&runs, json!({})).await.invalid_fields(), ["business_date"]);
     let backfill = format!("{JOB}/backfill");
     let yesterday = today.pred_opt().unwrap();
-    assert_eq!(app.post(&backfill, json!({ "from": yesterday, "to": today })).await.invalid_fields(), ["to"]);
     assert_eq!(
-        app.post(&backfill, json!({ "from": yesterday, "to": yesterday.pred_opt().unwrap() })).await.invalid_fields(),
+        app.post(&backfill, json!({ "from": yesterday, "to": today }))
+            .await
+            .invalid_fields(),
+        ["to"]
+    );
+    assert_eq!(
+        app.post(
+            &backfill,
+            json!({ "from": yesterday, "to": yesterday.pred_opt().unwrap() })
+        )
+        .await
+        .invalid_fields(),
         ["from"]
     );
     let too_far = yesterday - chrono::Days::new(62);
-    assert_eq!(app.post(&backfill, json!({ "from": too_far, "to": yesterday })).await.invalid_fields(), ["to"]);
-    app.send_raw(Method::POST, &runs, crate::common::ADMIN_TOKEN, "application/json", "{").await.problem(400);
-    app.post("/api/v1/jobs/nope/runs", json!({ "business_date": yesterday })).await.problem(404);
+    assert_eq!(
+        app.post(&backfill, json!({ "from": too_far, "to": yesterday }))
+            .await
+            .invalid_fields(),
+        ["to"]
+    );
+    app.send_raw(Method::POST, &runs, crate::common::ADMIN_TOKEN, "application/json", "{")
+        .await
+        .problem(400);
+    app.post("/api/v1/jobs/nope/runs", json!({ "business_date": yesterday }))
+        .await
+        .problem(404);
     assert_eq!(app.row_counts().await, before);
 }
 
@@ -130,7 +172,9 @@ async fn a_backfill_settles_each_date_with_its_own_execution() {
     let app = spawn_app().await;
     let to = yesterday(&app).await;
     let from = to - chrono::Days::new(4);
-    let reply = app.post(&format!("{JOB}/backfill"), json!({ "from": from, "to": to })).await;
+    let reply = app
+        .post(&format!("{JOB}/backfill"), json!({ "from": from, "to": to }))
+        .await;
     let started = reply.ok(202);
     assert_eq!(started["dates"].as_array().unwrap().len(), 5);
     let token = started["fencing_token"].as_i64().unwrap();
@@ -158,12 +202,19 @@ async fn a_backfill_settles_each_date_with_its_own_execution() {
 async fn jobs_and_locks_need_the_admin_role() {
     let app = spawn_app().await;
     for path in ["/api/v1/jobs", JOB, "/api/v1/locks"] {
-        app.request(Method::GET, path, Some(LIBRARIAN_TOKEN), None).await.problem(403);
+        app.request(Method::GET, path, Some(LIBRARIAN_TOKEN), None)
+            .await
+            .problem(403);
     }
     let before = app.row_counts().await;
     let date = yesterday(&app).await;
-    app.request(Method::POST, &format!("{JOB}/runs"), Some(LIBRARIAN_TOKEN), Some(json!({ "business_date": date })))
-        .await
-        .problem(403);
+    app.request(
+        Method::POST,
+        &format!("{JOB}/runs"),
+        Some(LIBRARIAN_TOKEN),
+        Some(json!({ "business_date": date })),
+    )
+    .await
+    .problem(403);
     assert_eq!(app.row_counts().await, before);
 }

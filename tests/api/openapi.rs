@@ -5,7 +5,9 @@
 use crate::common::spawn_app;
 
 fn generated() -> String {
-    finesettle::http::openapi::document().to_pretty_json().expect("document serialises")
+    finesettle::http::openapi::document()
+        .to_pretty_json()
+        .expect("document serialises")
 }
 
 #[test]
@@ -29,7 +31,9 @@ fn document_is_openapi_3_1_with_bearer_auth() {
 #[tokio::test]
 async fn the_served_document_is_the_generated_one_and_docs_are_served() {
     let app = spawn_app().await;
-    let served = app.request(reqwest::Method::GET, "/api-docs/openapi.json", None, None).await;
+    let served = app
+        .request(reqwest::Method::GET, "/api-docs/openapi.json", None, None)
+        .await;
     let generated: serde_json::Value = serde_json::from_str(&generated()).unwrap();
     assert_eq!(served.ok(200), &generated);
     let docs = app.client.get(format!("{}/docs/", app.address)).send().await.unwrap();

@@ -34,6 +34,7 @@ async fn sigterm_in_the_middle_of_a_date(grace: &str, release_after: &str) -> Ex
         .spawn(&["serve"]);
     let base = serve.base_url().await;
 
+    finesettle::tls::install_crypto_provider();
     let started = reqwest::Client::new()
         .post(format!("{base}/api/v1/jobs/settle-fines/backfill"))
         .bearer_auth(ADMIN_TOKEN)

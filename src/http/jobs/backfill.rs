@@ -63,7 +63,10 @@ pub async fn backfill_job(
     let days = (body.to - body.from).num_days() + 1;
     let max = job.backfill_max_days();
     if days > i64::from(max) {
-        return Err(ApiError::invalid("to", format!("the range has {days} dates; at most {max} (FINESETTLE_BACKFILL_MAX_DAYS)")));
+        return Err(ApiError::invalid(
+            "to",
+            format!("the range has {days} dates; at most {max} (FINESETTLE_BACKFILL_MAX_DAYS)"),
+        ));
     }
     let dates: Vec<NaiveDate> = body.from.iter_days().take(days as usize).collect();
     let now = store::clock::now(&state.pool).await?;

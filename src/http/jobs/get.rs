@@ -44,10 +44,15 @@ pub(super) async fn describe(state: &AppState, job: &SettleJob) -> Result<Job, A
             settles: settle_target(utc, tz),
         })
         .collect();
-    let last_execution = store::executions::latest(pool, job.task_name()).await?.map(Execution::from);
+    let last_execution = store::executions::latest(pool, job.task_name())
+        .await?
+        .map(Execution::from);
     let last_success_date = store::executions::last_success(pool, job.task_name()).await?;
     let locks = job.lock().list().await.map_err(|e| ApiError::Internal(e.into()))?;
-    let lock = locks.into_iter().find(|l| l.task_name == job.task_name()).map(Lock::from);
+    let lock = locks
+        .into_iter()
+        .find(|l| l.task_name == job.task_name())
+        .map(Lock::from);
     let settings = &state.settings.job;
     Ok(Job {
         name: job.task_name().to_owned(),

@@ -33,7 +33,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// The one job this service runs, by name; 404 for any other name.
 fn job_named<'a>(state: &'a AppState, name: &str) -> Result<&'a SettleJob, ApiError> {
-    if name == state.job.task_name() { Ok(&state.job) } else { Err(ApiError::NotFound("job")) }
+    if name == state.job.task_name() {
+        Ok(&state.job)
+    } else {
+        Err(ApiError::NotFound("job"))
+    }
 }
 
 /// A scheduled job and its state.
@@ -149,9 +153,18 @@ impl From<Refused> for ApiError {
 }
 
 /// Checks that `from..=to` are dates that have ended (before today in the business zone).
-fn ended_dates(from: NaiveDate, to: NaiveDate, today: NaiveDate, field_from: &str, field_to: &str) -> Result<(), ApiError> {
+fn ended_dates(
+    from: NaiveDate,
+    to: NaiveDate,
+    today: NaiveDate,
+    field_from: &str,
+    field_to: &str,
+) -> Result<(), ApiError> {
     if to >= today {
-        return Err(ApiError::invalid(field_to, format!("must be a business date that has ended (before {today})")));
+        return Err(ApiError::invalid(
+            field_to,
+            format!("must be a business date that has ended (before {today})"),
+        ));
     }
     if from > to {
         return Err(ApiError::invalid(field_from, "must not be after `to`"));

@@ -65,5 +65,7 @@ async fn wait_for_execution(state: &AppState, task: &str, date: NaiveDate, token
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    Err(ApiError::Internal(anyhow::anyhow!("the run started but its execution record did not appear within 5 s")))
+    Err(ApiError::Internal(anyhow::anyhow!(
+        "the run started but its execution record did not appear within 5 s"
+    )))
 }

@@ -7,8 +7,8 @@ use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
 
 use super::Loan;
-use crate::http::dates;
 use crate::domain::business_date;
+use crate::http::dates;
 use crate::http::error::{ApiError, Problem, ResultExt};
 use crate::http::extract::{Json, Path};
 use crate::startup::AppState;

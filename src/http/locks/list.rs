@@ -17,6 +17,14 @@ use crate::startup::AppState;
     security(("bearer" = []))
 )]
 pub async fn list_locks(State(state): State<AppState>) -> Result<Json<Page<Lock>>, ApiError> {
-    let locks = state.job.lock().list().await.map_err(|e| ApiError::Internal(e.into()))?;
-    Ok(Json(Page { items: locks.into_iter().map(Lock::from).collect(), next_cursor: None }))
+    let locks = state
+        .job
+        .lock()
+        .list()
+        .await
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    Ok(Json(Page {
+        items: locks.into_iter().map(Lock::from).collect(),
+        next_cursor: None,
+    }))
 }
