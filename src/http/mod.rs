@@ -54,7 +54,7 @@ pub fn api_routes() -> OpenApiRouter<AppState> {
 
 /// The whole application: API (behind auth), health, docs, and the middleware stack.
 pub fn router(state: AppState, request_timeout: Duration) -> Router {
-    let (api, document) = api_routes().split_for_parts();
+    let (api, document) = openapi::split(api_routes());
     let api = api.route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::authorize));
 
     Router::new()

@@ -3,11 +3,18 @@
 //! binary (`utoipa-swagger-ui`'s `vendored` feature): nothing is fetched at build or run time.
 
 use axum::Router;
+use axum::http::Method;
 use utoipa::openapi::OpenApi as OpenApiDocument;
+use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
+use super::BODY_LIMIT_BYTES;
+use super::auth::required_role;
+use crate::config::Role;
 use crate::startup::AppState;
 
 #[derive(OpenApi)]
@@ -58,7 +65,70 @@ pub fn base_document() -> OpenApiDocument {
 
 /// The complete document, as served and as committed in `openapi/openapi.json`.
 pub fn document() -> OpenApiDocument {
-    super::api_routes().into_openapi()
+    split(super::api_routes()).1
+}
+
+/// Splits the API into its axum router and its finished document: the handlers' own responses
+/// plus the ones every route shares (see [`add_shared_responses`]).
+pub fn split(routes: OpenApiRouter<AppState>) -> (Router<AppState>, OpenApiDocument) {
+    let (router, mut document) = routes.split_for_parts();
+    add_shared_responses(&mut document);
+    (router, document)
+}
+
+/// Documents the answers that come from the middleware rather than from a handler, on every
+/// operation they can reach, so that each handler lists only its own: 401 from the bearer check,
+/// 403 where [`required_role`] asks more than `reader`, and 413/415 from the JSON body extractor.
+/// A handler that documents one of these itself keeps its own wording.
+fn add_shared_responses(document: &mut OpenApiDocument) {
+    for (path, item) in document.paths.paths.iter_mut() {
+        let operations = [
+            (Method::GET, &mut item.get),
+            (Method::POST, &mut item.post),
+            (Method::PUT, &mut item.put),
+            (Method::PATCH, &mut item.patch),
+            (Method::DELETE, &mut item.delete),
+        ];
+        for (method, operation) in operations {
+            if let Some(operation) = operation {
+                add_to_operation(operation, &method, path);
+            }
+        }
+    }
+}
+
+fn add_to_operation(operation: &mut Operation, method: &Method, path: &str) {
+    let mut shared = Vec::new();
+    if operation.security.as_ref().is_some_and(|s| !s.is_empty()) {
+        shared.push(("401", "Missing or unknown bearer token".to_owned()));
+        match required_role(method, path) {
+            Role::Reader => {}
+            role => shared.push(("403", format!("Needs the {} role", role.as_str()))),
+        }
+    }
+    if operation.request_body.is_some() {
+        shared.push(("413", format!("Body over {} KiB", BODY_LIMIT_BYTES / 1024)));
+        shared.push(("415", "Body is not application/json".to_owned()));
+    }
+    for (status, description) in shared {
+        operation
+            .responses
+            .responses
+            .entry(status.to_owned())
+            .or_insert_with(|| problem(&description));
+    }
+}
+
+fn problem(description: &str) -> RefOr<Response> {
+    let content = ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name("Problem")))
+        .build();
+    RefOr::T(
+        ResponseBuilder::new()
+            .description(description)
+            .content("application/problem+json", content)
+            .build(),
+    )
 }
 
 /// `/api-docs/openapi.json` and the interactive docs at `/docs`.

@@ -54,7 +54,6 @@ pub struct StateParams {
     responses(
         (status = 200, description = "A page of alerts, newest first", body = Page<Alert>),
         (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown bearer token", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid state, limit or cursor", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

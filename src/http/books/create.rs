@@ -60,10 +60,6 @@ impl NewBook {
         (status = 201, description = "Created", body = Book,
             headers(("Location" = String, description = "The book's URL"))),
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Needs the librarian role", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid fields", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

@@ -14,7 +14,6 @@ use crate::store;
     responses(
         (status = 200, description = "A page of books", body = Page<Book>),
         (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid limit or cursor", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

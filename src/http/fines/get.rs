@@ -13,7 +13,6 @@ use crate::store;
     responses(
         (status = 200, description = "The fine", body = Fine),
         (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such fine", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

@@ -71,7 +71,6 @@ impl FineListParams {
     responses(
         (status = 200, description = "A page of fines", body = Page<Fine>),
         (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

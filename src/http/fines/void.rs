@@ -40,12 +40,8 @@ fn already_void() -> ApiError {
     responses(
         (status = 200, description = "The voided fine", body = Fine),
         (status = 400, description = "Malformed id or JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Needs the librarian role", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such fine", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The fine is already void (code `fine_already_void`)", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Body is not application/json", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid reason", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

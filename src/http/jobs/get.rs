@@ -19,8 +19,6 @@ const NEXT_FIRES: usize = 5;
     params(("name" = String, Path, description = "Job name, e.g. settle-fines")),
     responses(
         (status = 200, description = "The job", body = Job),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Needs the admin role", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

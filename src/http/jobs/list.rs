@@ -2,7 +2,7 @@ use axum::extract::State;
 
 use super::Job;
 use super::get::describe;
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::Json;
 use crate::http::pagination::Page;
 use crate::startup::AppState;
@@ -12,8 +12,6 @@ use crate::startup::AppState;
     get, path = "", tag = "jobs",
     responses(
         (status = 200, description = "The jobs", body = Page<Job>),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Needs the admin role", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

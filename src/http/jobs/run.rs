@@ -33,8 +33,6 @@ pub struct RunRequest {
     responses(
         (status = 202, description = "Started", body = Execution),
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Needs the admin role", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The lock is held, the job is running here, or the date is already settled", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid date", body = Problem, content_type = "application/problem+json"),

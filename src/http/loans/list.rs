@@ -27,7 +27,6 @@ pub struct LoanListParams {
         (status = 200, description = "A page of loans", body = Page<Loan>),
         (status = 400, description = "Malformed query, such as an unknown status", body = Problem,
             content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid limit or cursor", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

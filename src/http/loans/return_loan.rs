@@ -34,13 +34,9 @@ pub struct ReturnLoan {
     responses(
         (status = 200, description = "Returned", body = Loan),
         (status = 400, description = "Malformed id or JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Needs the librarian role", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such loan", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The loan was returned already (`loan_already_returned`)", body = Problem,
             content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "returned_at is invalid, in the future or before borrowed_on", body = Problem,
             content_type = "application/problem+json"),
     ),

@@ -1,7 +1,7 @@
 use axum::extract::State;
 
 use super::Lock;
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::Json;
 use crate::http::pagination::Page;
 use crate::startup::AppState;
@@ -11,8 +11,6 @@ use crate::startup::AppState;
     get, path = "", tag = "locks",
     responses(
         (status = 200, description = "The locks", body = Page<Lock>),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Needs the admin role", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

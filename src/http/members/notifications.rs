@@ -41,7 +41,6 @@ impl From<NotificationRow> for Notification {
     responses(
         (status = 200, description = "A page of notifications", body = Page<Notification>),
         (status = 400, description = "Malformed id or query", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such member", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid limit or cursor", body = Problem, content_type = "application/problem+json"),
     ),

@@ -64,11 +64,7 @@ pub struct Payment {
     responses(
         (status = 201, description = "The payment entry and the new balance", body = Payment),
         (status = 400, description = "Malformed id or JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Needs the librarian role", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such member", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Body is not application/json", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid amount, or an Idempotency-Key reused with another body", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
