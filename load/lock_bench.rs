@@ -41,7 +41,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, ensure};
 use finesettle::lock::{Acquired, JobLock, LockSpec};
 use finesettle::store::database;
-use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool};
+use sqlx::PgPool;
+
+#[path = "common/mod.rs"]
+mod common;
+use common::{database_url, drop_database, env_or, ms, per_second, recreate_database, server_url};
 
 const DB: &str = "finesettle_lockbench";
 const TASK: &str = "bench-lock";
@@ -57,9 +61,9 @@ async fn main() -> anyhow::Result<()> {
     let keep = std::env::var("BENCH_KEEP").is_ok_and(|v| v == "1");
     let server = server_url();
 
-    recreate(&server, DB).await?;
+    recreate_database(&server, DB, None).await?;
     // One connection: every cycle is sequential, and one backend makes the WAL counts exact.
-    let pool = database::connect(&format!("{server}/{DB}"), 1).await?;
+    let pool = database::connect(&database_url(&server, DB), 1).await?;
     database::migrate(&pool).await?;
     sqlx::raw_sql("create table bench_floor (id int primary key, v bigint not null)")
         .execute(&pool)
@@ -261,7 +265,7 @@ impl Side {
     }
 
     fn cycles_per_second(&self) -> f64 {
-        self.cycles.len() as f64 / self.elapsed.as_secs_f64().max(1e-9)
+        per_second(self.cycles.len() as f64, self.elapsed)
     }
 
     /// Mean cycle time, in seconds.
@@ -320,52 +324,4 @@ async fn wal_syncs(pool: &PgPool) -> anyhow::Result<i64> {
         .await
         .context("reading pg_stat_wal (PostgreSQL 14 or later)")?;
     Ok(syncs)
-}
-
-/// Drops `name` and creates it again, empty.
-async fn recreate(server: &str, name: &str) -> anyhow::Result<()> {
-    drop_database(server, name).await?;
-    let mut conn = PgConnection::connect(&format!("{server}/postgres")).await?;
-    sqlx::raw_sql(AssertSqlSafe(format!("create database \"{name}\"")))
-        .execute(&mut conn)
-        .await?;
-    conn.close().await?;
-    Ok(())
-}
-
-async fn drop_database(server: &str, name: &str) -> anyhow::Result<()> {
-    let mut conn = PgConnection::connect(&format!("{server}/postgres")).await?;
-    sqlx::raw_sql(AssertSqlSafe(format!(
-        "drop database if exists \"{name}\" with (force)"
-    )))
-    .execute(&mut conn)
-    .await?;
-    conn.close().await?;
-    Ok(())
-}
-
-/// `postgres://user@host:port` from `DATABASE_URL` (without database name or query).
-fn server_url() -> String {
-    let configured =
-        std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    let without_query = configured.split('?').next().unwrap_or_default();
-    match without_query.rsplit_once('/') {
-        Some((server, _)) if server.contains("//") && !server.ends_with('/') => server.to_owned(),
-        _ => without_query.trim_end_matches('/').to_owned(),
-    }
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
-where
-    T::Err: std::fmt::Display,
-{
-    match std::env::var(name) {
-        Ok(v) => v.parse().map_err(|e| anyhow::anyhow!("{name}={v}: {e}")),
-        Err(_) => Ok(default),
-    }
-}
-
-/// Seconds as milliseconds, for printing.
-fn ms(seconds: f64) -> f64 {
-    seconds * 1000.0
 }

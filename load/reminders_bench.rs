@@ -29,7 +29,13 @@ use finesettle::reminders::ReminderQueue;
 use finesettle::reminders::consumer::{ConsumeReport, ConsumerConfig, consume_once};
 use finesettle::reminders::plan::{Planned, plan};
 use finesettle::store::database;
-use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool};
+use sqlx::{AssertSqlSafe, PgPool};
+
+// `ms` is shared with the other benches but unused here.
+#[allow(dead_code)]
+#[path = "common/mod.rs"]
+mod common;
+use common::{database_url, drop_database, env_or, per_second, recreate_database, server_url};
 
 const DB: &str = "finesettle_bench_reminders";
 const CONSUMERS: usize = 3;
@@ -49,8 +55,8 @@ async fn main() -> anyhow::Result<()> {
     let now: DateTime<Utc> = NOW.parse()?;
 
     println!("seeding {reminders} overdue loans into {DB} ...");
-    recreate(&server, DB).await?;
-    let pool = database::connect(&format!("{server}/{DB}"), 8).await?;
+    recreate_database(&server, DB, None).await?;
+    let pool = database::connect(&database_url(&server, DB), 8).await?;
     database::migrate(&pool).await?;
     seed(&pool, reminders).await?;
 
@@ -213,50 +219,4 @@ async fn seed(pool: &PgPool, loans: i64) -> anyhow::Result<()> {
     );
     sqlx::raw_sql(AssertSqlSafe(sql)).execute(pool).await?;
     Ok(())
-}
-
-async fn recreate(server: &str, name: &str) -> anyhow::Result<()> {
-    drop_database(server, name).await?;
-    let mut conn = PgConnection::connect(&format!("{server}/postgres")).await?;
-    sqlx::raw_sql(AssertSqlSafe(format!("create database \"{name}\"")))
-        .execute(&mut conn)
-        .await?;
-    conn.close().await?;
-    Ok(())
-}
-
-async fn drop_database(server: &str, name: &str) -> anyhow::Result<()> {
-    let mut conn = PgConnection::connect(&format!("{server}/postgres")).await?;
-    sqlx::raw_sql(AssertSqlSafe(format!(
-        "drop database if exists \"{name}\" with (force)"
-    )))
-    .execute(&mut conn)
-    .await?;
-    conn.close().await?;
-    Ok(())
-}
-
-/// `postgres://user@host:port` from `DATABASE_URL` (without database name or query).
-fn server_url() -> String {
-    let configured =
-        std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    let without_query = configured.split('?').next().unwrap_or_default();
-    match without_query.rsplit_once('/') {
-        Some((server, _)) if server.contains("//") && !server.ends_with('/') => server.to_owned(),
-        _ => without_query.trim_end_matches('/').to_owned(),
-    }
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
-where
-    T::Err: std::fmt::Display,
-{
-    match std::env::var(name) {
-        Ok(v) => v.parse().map_err(|e| anyhow::anyhow!("{name}={v}: {e}")),
-        Err(_) => Ok(default),
-    }
-}
-
-fn per_second(count: f64, time: Duration) -> f64 {
-    count / time.as_secs_f64().max(1e-9)
 }

@@ -31,8 +31,12 @@ use anyhow::{Context, ensure};
 use chrono::NaiveDate;
 use finesettle::settlement::{self, DateStatus, RunContext, Trigger};
 use finesettle::store::database;
-use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool};
+use sqlx::{AssertSqlSafe, PgPool};
 use tokio_util::sync::CancellationToken;
+
+#[path = "common/mod.rs"]
+mod common;
+use common::{database_url, drop_database, env_or, ms, per_second, recreate_database, server_url};
 
 const TASK: &str = "settle-fines";
 const DB_SEED: &str = "finesettle_bench_settle_seed";
@@ -56,8 +60,8 @@ async fn main() -> anyhow::Result<()> {
 
     println!("seeding {loans} loans into {DB_SEED} ...");
     let seeded = Instant::now();
-    recreate(&server, DB_SEED, None).await?;
-    let pool = database::connect(&url(&server, DB_SEED), 4).await?;
+    recreate_database(&server, DB_SEED, None).await?;
+    let pool = database::connect(&database_url(&server, DB_SEED), 4).await?;
     database::migrate(&pool).await?;
     seed(&pool, loans).await?;
     let candidates: i64 = sqlx::query_scalar(
@@ -84,10 +88,10 @@ async fn main() -> anyhow::Result<()> {
         // which goes first, so that a change in machine load does not always favour the same
         // side. Side by side (BENCH_MODE=side-by-side), both run at the same time, one backend
         // each: both see the same machine load, but they also compete for the same buffer cache.
-        recreate(&server, DB_A, Some(DB_SEED)).await?;
-        recreate(&server, DB_B, Some(DB_SEED)).await?;
-        let pool_a = database::connect(&url(&server, DB_A), 4).await?;
-        let pool_b = database::connect(&url(&server, DB_B), 4).await?;
+        recreate_database(&server, DB_A, Some(DB_SEED)).await?;
+        recreate_database(&server, DB_B, Some(DB_SEED)).await?;
+        let pool_a = database::connect(&database_url(&server, DB_A), 4).await?;
+        let pool_b = database::connect(&database_url(&server, DB_B), 4).await?;
         warm_up(&pool_a).await?;
         warm_up(&pool_b).await?;
         checkpoint(&pool_a).await?;
@@ -110,8 +114,8 @@ async fn main() -> anyhow::Result<()> {
         println!(
             "round {}: finesettle {:.0} ms, hand-written {:.0} ms",
             round + 1,
-            ms(ours.total),
-            ms(hand.total)
+            ms(ours.total.as_secs_f64()),
+            ms(hand.total.as_secs_f64())
         );
         results.push((ours, hand));
         pool_b.close().await;
@@ -145,7 +149,7 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "(c) rerun of the settled date {DATE} (settle_date, fencing token 8): {:.0} ms, wrote {} rows \
          (accrued {}, settled {}, voided {})",
-        ms(rerun_time),
+        ms(rerun_time.as_secs_f64()),
         rerun.affected_rows(),
         rerun.accrued,
         rerun.settled,
@@ -176,7 +180,7 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "    through the walk (settle_dates): {:?} in {:.1} ms",
         walk_rerun.outcomes[0].status,
-        ms(walk_rerun.outcomes[0].duration)
+        ms(walk_rerun.outcomes[0].duration.as_secs_f64())
     );
     ensure!(before == after, "the rerun changed rows");
 
@@ -218,14 +222,14 @@ struct Timings {
 
 impl Timings {
     fn accrue_rate(&self) -> f64 {
-        per_second(self.accrued, self.accrue)
+        per_second(self.accrued as f64, self.accrue)
     }
     fn settle_rate(&self) -> f64 {
-        per_second(self.settled, self.settle)
+        per_second(self.settled as f64, self.settle)
     }
     /// Fines carried through both steps per second of the whole date, commit included.
     fn date_rate(&self) -> f64 {
-        per_second(self.settled, self.total)
+        per_second(self.settled as f64, self.total)
     }
 }
 
@@ -252,12 +256,12 @@ fn print_results(loans: i64, candidates: i64, batch_size: i64, concurrent: bool,
                 "{:<26} {:>9} {:>10.0} {:>13.0} {:>9} {:>10.0} {:>13.0} {:>10.0} {:>13.0}",
                 format!("round {} {name}", round + 1),
                 t.accrued,
-                ms(t.accrue),
+                ms(t.accrue.as_secs_f64()),
                 t.accrue_rate(),
                 t.settled,
-                ms(t.settle),
+                ms(t.settle.as_secs_f64()),
                 t.settle_rate(),
-                ms(t.total),
+                ms(t.total.as_secs_f64()),
                 t.date_rate()
             );
         }
@@ -456,61 +460,4 @@ async fn row_versions(pool: &PgPool) -> anyhow::Result<RowVersions> {
         entries,
         ledger_digest,
     })
-}
-
-/// Drops `name` and creates it again, empty or as a copy of `template`.
-async fn recreate(server: &str, name: &str, template: Option<&str>) -> anyhow::Result<()> {
-    drop_database(server, name).await?;
-    let mut conn = PgConnection::connect(&url(server, "postgres")).await?;
-    let sql = match template {
-        Some(t) => format!("create database \"{name}\" template \"{t}\""),
-        None => format!("create database \"{name}\""),
-    };
-    sqlx::raw_sql(AssertSqlSafe(sql)).execute(&mut conn).await?;
-    conn.close().await?;
-    Ok(())
-}
-
-async fn drop_database(server: &str, name: &str) -> anyhow::Result<()> {
-    let mut conn = PgConnection::connect(&url(server, "postgres")).await?;
-    sqlx::raw_sql(AssertSqlSafe(format!(
-        "drop database if exists \"{name}\" with (force)"
-    )))
-    .execute(&mut conn)
-    .await?;
-    conn.close().await?;
-    Ok(())
-}
-
-/// `postgres://user@host:port` from `DATABASE_URL` (without database name or query).
-fn server_url() -> String {
-    let configured =
-        std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    let without_query = configured.split('?').next().unwrap_or_default();
-    match without_query.rsplit_once('/') {
-        Some((server, _)) if server.contains("//") && !server.ends_with('/') => server.to_owned(),
-        _ => without_query.trim_end_matches('/').to_owned(),
-    }
-}
-
-fn url(server: &str, database: &str) -> String {
-    format!("{server}/{database}")
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
-where
-    T::Err: std::fmt::Display,
-{
-    match std::env::var(name) {
-        Ok(v) => v.parse().map_err(|e| anyhow::anyhow!("{name}={v}: {e}")),
-        Err(_) => Ok(default),
-    }
-}
-
-fn per_second(rows: i64, time: Duration) -> f64 {
-    rows as f64 / time.as_secs_f64().max(1e-9)
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
