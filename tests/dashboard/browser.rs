@@ -13,14 +13,23 @@ use crate::support::{fine_total, money, seed_small, settle};
 
 const WINDOW: (u32, u32) = (1280, 1400);
 
-/// The Chromium binary. Missing is a failure, not a skip: CI installs it (`.ci/run`).
+/// The Chromium binary: `$CHROMIUM` when set, else the usual install places (Debian, Ubuntu,
+/// Chrome on Linux and macOS). Missing is a failure, not a skip: CI installs it (`.ci/run`).
 fn chromium() -> PathBuf {
-    let candidates = ["/usr/bin/chromium", "/usr/bin/chromium-browser"];
+    if let Some(path) = std::env::var_os("CHROMIUM") {
+        return PathBuf::from(path);
+    }
+    let candidates = [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+        "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+    ];
     let found = candidates.iter().map(PathBuf::from).find(|p| p.exists());
     found.unwrap_or_else(|| {
         panic!(
             "Chromium is not installed (looked for {candidates:?}); the dashboard test needs it: \
-             apt-get install -y chromium"
+             apt-get install -y chromium, or CHROMIUM=/path/to/chrome"
         )
     })
 }

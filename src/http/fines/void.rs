@@ -13,6 +13,7 @@ use crate::store;
 #[serde(deny_unknown_fields)]
 pub struct VoidFine {
     /// Why the fine is cancelled, 1 to 500 characters (kept on the fine).
+    #[schema(min_length = 1, max_length = 500, example = "book was lost in the post")]
     pub reason: String,
 }
 

@@ -21,7 +21,9 @@ const IDEMPOTENCY_SCOPE: &str = "POST /api/v1/loans";
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewLoan {
+    #[schema(minimum = 1)]
     pub member_id: i64,
+    #[schema(minimum = 1)]
     pub book_id: i64,
     /// Defaults to today's business date. May be in the past (imports), never in the future.
     #[serde(default, deserialize_with = "dates::optional_date")]

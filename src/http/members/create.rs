@@ -13,8 +13,10 @@ use crate::store;
 #[serde(deny_unknown_fields)]
 pub struct NewMember {
     /// 1 to 200 characters.
+    #[schema(min_length = 1, max_length = 200, example = "Ada Lovelace")]
     pub name: String,
     /// An e-mail address, unique among members (case-insensitive).
+    #[schema(format = Email, max_length = 254, example = "ada@example.org")]
     pub email: String,
 }
 
