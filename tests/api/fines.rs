@@ -298,6 +298,7 @@ async fn void_requests_are_validated_and_change_nothing() {
         json!({"reason": ""}),
         json!({"reason": "   "}),
         json!({"reason": "x".repeat(501)}),
+        json!({"reason": "lost\0"}),
         json!({"reason": 42}),
         json!({"reason": null}),
         json!({}),

@@ -36,6 +36,13 @@ async fn invalid_fields_are_named_and_nothing_is_written() {
     assert_eq!(reply.invalid_fields(), ["name"]);
     let reply = app.post("/api/v1/members", json!({"email": "a@b.c"})).await;
     assert_eq!(reply.invalid_fields(), ["name"]);
+    // NUL, which PostgreSQL refuses in text, is a 422 naming the field, not a 500.
+    let reply = app
+        .post("/api/v1/members", json!({"name": "Ada\0", "email": "a\0@b.c"}))
+        .await;
+    let mut fields = reply.invalid_fields();
+    fields.sort();
+    assert_eq!(fields, ["email", "name"]);
     assert_eq!(app.row_counts().await, before);
 }
 

@@ -12,7 +12,8 @@ use crate::store;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VoidFine {
-    /// Why the fine is cancelled, 1 to 500 characters (kept on the fine).
+    /// Why the fine is cancelled, 1 to 500 characters (kept on the fine); line breaks and tabs
+    /// are the only control characters allowed.
     #[schema(min_length = 1, max_length = 500, example = "book was lost in the post")]
     pub reason: String,
 }
@@ -22,6 +23,17 @@ impl VoidFine {
         let reason = self.reason.trim();
         if reason.is_empty() || reason.chars().count() > 500 {
             return Err(ApiError::invalid("reason", "must be 1 to 500 characters"));
+        }
+        // Line breaks and tabs are text; other control characters (NUL, which PostgreSQL
+        // refuses in text, among them) are not.
+        if reason
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+        {
+            return Err(ApiError::invalid(
+                "reason",
+                "must not contain control characters other than line breaks and tabs",
+            ));
         }
         Ok(reason)
     }

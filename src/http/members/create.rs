@@ -12,7 +12,7 @@ use crate::store;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewMember {
-    /// 1 to 200 characters.
+    /// 1 to 200 characters (surrounding spaces are trimmed), no control characters.
     #[schema(min_length = 1, max_length = 200, example = "Ada Lovelace")]
     pub name: String,
     /// An e-mail address, unique among members (case-insensitive).
@@ -26,13 +26,16 @@ impl NewMember {
         let name = self.name.trim();
         if name.is_empty() || name.chars().count() > 200 {
             errors.push(FieldError::new("name", "must be 1 to 200 characters"));
+        } else if name.chars().any(char::is_control) {
+            // PostgreSQL refuses NUL in text, and no name needs a control character.
+            errors.push(FieldError::new("name", "must not contain control characters"));
         }
         let email = self.email.trim();
         let well_formed = email.len() <= 254
             && email
                 .split_once('@')
                 .is_some_and(|(local, domain)| !local.is_empty() && !domain.is_empty() && !domain.contains('@'))
-            && !email.chars().any(char::is_whitespace);
+            && !email.chars().any(|c| c.is_whitespace() || c.is_control());
         if !well_formed {
             errors.push(FieldError::new(
                 "email",
