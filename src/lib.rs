@@ -7,6 +7,7 @@ pub mod alerts;
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod format;
 pub mod http;
 pub mod jobs;
 pub mod lock;

@@ -242,17 +242,10 @@ fn tick(value: f64) -> String {
     }
 }
 
-/// 1234567 -> "1,234,567".
+/// 1234567 -> "1,234,567"; the library's separator, with a sign for the chart's values.
 fn group(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 { format!("-{out}") } else { out }
+    let digits = finesettle::format::thousands(n.unsigned_abs());
+    if n < 0 { format!("-{digits}") } else { digits }
 }
 
 /// Just enough SVG for bar charts.

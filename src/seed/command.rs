@@ -4,6 +4,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{Policy, SeedOptions, SeedReport, seed};
 use crate::config::Settings;
+use crate::format::thousands;
 use crate::store;
 
 pub async fn run(settings: Settings, options: SeedOptions) -> anyhow::Result<()> {
@@ -30,23 +31,23 @@ fn print_summary(report: &SeedReport, options: &SeedOptions, settings: &Settings
     let seconds = report.elapsed.as_secs_f64();
     println!(
         "seeded {} members, {} books and {} loans borrowed from {} (today is {} in {})",
-        thousands(report.members),
-        thousands(report.books),
-        thousands(report.loans()),
+        thousands(report.members as u64),
+        thousands(report.books as u64),
+        thousands(report.loans() as u64),
         report.first_borrowed_on,
         report.today,
         settings.business_tz,
     );
     println!(
         "  {} open and overdue, {} on loan, {} returned late, {} returned on time",
-        thousands(mix.overdue),
-        thousands(mix.on_loan),
-        thousands(mix.returned_late),
-        thousands(mix.returned_on_time),
+        thousands(mix.overdue as u64),
+        thousands(mix.on_loan as u64),
+        thousands(mix.returned_late as u64),
+        thousands(mix.returned_on_time as u64),
     );
     println!(
         "  in {seconds:.1} s ({} loans/s), seed {}",
-        thousands((report.loans() as f64 / seconds.max(1e-3)) as usize),
+        thousands((report.loans() as f64 / seconds.max(1e-3)) as u64),
         options.seed
     );
     if options.reset {
@@ -54,31 +55,5 @@ fn print_summary(report: &SeedReport, options: &SeedOptions, settings: &Settings
             "  --reset kept the job records: dates settled before stay settled; \
              use a fresh database to settle the new loans from their first date"
         );
-    }
-}
-
-/// `1234567` as `1,234,567`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::thousands;
-
-    #[test]
-    fn thousands_are_separated() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_000), "1,000");
-        assert_eq!(thousands(1_234_567), "1,234,567");
     }
 }

@@ -4,8 +4,9 @@
 use std::fmt::Write;
 
 use super::data::DashboardData;
-use super::html::{business, escape, status_class, thousands, took, utc};
+use super::html::{business, escape, status_class, took, utc};
 use super::timeline::shorten;
+use crate::format::thousands;
 
 /// Executions listed in the table under the timeline.
 const EXECUTION_ROWS: usize = 10;

@@ -7,6 +7,8 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use chrono_tz::Tz;
 
+use crate::format::thousands;
+
 /// `value` with the five characters HTML gives meaning to replaced by entities.
 pub fn escape(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
@@ -70,19 +72,6 @@ pub fn money(cents: i64) -> String {
     format!("{sign}{}.{:02}", thousands(cents / 100), cents % 100)
 }
 
-/// `1234567` → `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// The CSS class of a status or outcome word (`SUCCESS` → `s-success`); only letters and
 /// underscores survive, so a class can never break out of its attribute.
 pub fn status_class(word: &str) -> String {
@@ -119,7 +108,6 @@ mod tests {
         assert_eq!(money(123_456), "1,234.56");
         assert_eq!(money(5), "0.05");
         assert_eq!(money(-250), "-2.50");
-        assert_eq!(thousands(1_000_000), "1,000,000");
         assert_eq!(status_class("LOST_LEASE"), "s-lost_lease");
         assert_eq!(status_class("\"><x"), "s-x");
         let at = "2026-03-14T18:00:00Z".parse().unwrap();

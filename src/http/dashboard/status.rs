@@ -3,8 +3,9 @@
 use std::fmt::Write;
 
 use super::data::{DashboardData, QueueState};
-use super::html::{escape, money, relative, thousands, utc};
+use super::html::{escape, money, relative, utc};
 use super::timeline::shorten;
+use crate::format::thousands;
 
 /// Fine statuses in the order of their life.
 const FINE_STATUSES: [&str; 3] = ["PENDING", "SETTLED", "VOID"];
