@@ -65,9 +65,7 @@ pub async fn member_ledger(
     Query(params): Query<PageParams>,
 ) -> Result<Json<Page<LedgerEntry>>, ApiError> {
     let page = params.validate()?;
-    if !store::members::exists(&state.pool, member_id).await? {
-        return Err(ApiError::NotFound("member"));
-    }
+    super::require_member(&state, member_id).await?;
     let rows = store::ledger::list_for_member(&state.pool, member_id, page).await?;
     Ok(Json(Page::from_rows(rows, page, |e| e.id).map(LedgerEntry::from)))
 }

@@ -13,7 +13,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::error::ApiError;
 use crate::startup::AppState;
+use crate::store;
 use crate::store::members::MemberRow;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -45,5 +47,15 @@ impl From<MemberRow> for Member {
             balance_cents: row.balance_cents,
             created_at: row.created_at,
         }
+    }
+}
+
+/// 404 unless the member exists. The per-member lists need it: an empty page alone would not
+/// tell a member with no entries yet from a member who was never registered.
+async fn require_member(state: &AppState, member_id: i64) -> Result<(), ApiError> {
+    if store::members::exists(&state.pool, member_id).await? {
+        Ok(())
+    } else {
+        Err(ApiError::NotFound("member"))
     }
 }

@@ -52,9 +52,7 @@ pub async fn member_notifications(
     Query(params): Query<PageParams>,
 ) -> Result<Json<Page<Notification>>, ApiError> {
     let page = params.validate()?;
-    if !store::members::exists(&state.pool, member_id).await? {
-        return Err(ApiError::NotFound("member"));
-    }
+    super::require_member(&state, member_id).await?;
     let rows = store::notifications::list_for_member(&state.pool, member_id, page).await?;
     Ok(Json(Page::from_rows(rows, page, |n| n.id).map(Notification::from)))
 }
