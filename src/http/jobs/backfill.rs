@@ -4,14 +4,11 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{ended_dates, job_named};
+use super::{ended_dates, job_named, start_manual};
 use crate::http::dates;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path};
-use crate::jobs::Plan;
-use crate::settlement::Trigger;
 use crate::startup::AppState;
-use crate::store;
 
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -56,8 +53,7 @@ pub async fn backfill_job(
     Json(body): Json<BackfillRequest>,
 ) -> Result<(StatusCode, Json<BackfillStarted>), ApiError> {
     let job = job_named(&state, &name)?;
-    let today = store::clock::business_today(&state.pool, job.business_tz()).await?;
-    ended_dates(body.from, body.to, today, "from", "to")?;
+    ended_dates(&state, job, body.from, body.to, "from", "to").await?;
     let days = (body.to - body.from).num_days() + 1;
     let max = job.backfill_max_days();
     if days > i64::from(max) {
@@ -67,8 +63,7 @@ pub async fn backfill_job(
         ));
     }
     let dates: Vec<NaiveDate> = body.from.iter_days().take(days as usize).collect();
-    let now = store::clock::now(&state.pool).await?;
-    let started = job.start(Trigger::Manual, now, Plan::Dates(dates)).await?;
+    let started = start_manual(&state, job, dates).await?;
     let response = BackfillStarted {
         task_name: job.task_name().to_owned(),
         fencing_token: started.fencing_token,

@@ -16,8 +16,10 @@ use utoipa_axum::routes;
 
 use super::error::ApiError;
 use super::locks::Lock;
-use crate::jobs::{Refused, SettleJob};
+use crate::jobs::{Plan, Refused, SettleJob, Started};
+use crate::settlement::Trigger;
 use crate::startup::AppState;
+use crate::store;
 use crate::store::attempts::AttemptRow;
 use crate::store::executions::ExecutionRow;
 
@@ -152,14 +154,16 @@ impl From<Refused> for ApiError {
     }
 }
 
-/// Checks that `from..=to` are dates that have ended (before today in the business zone).
-fn ended_dates(
+/// Checks that `from..=to` are dates that have ended (before today in the job's business zone).
+async fn ended_dates(
+    state: &AppState,
+    job: &SettleJob,
     from: NaiveDate,
     to: NaiveDate,
-    today: NaiveDate,
     field_from: &str,
     field_to: &str,
 ) -> Result<(), ApiError> {
+    let today = store::clock::business_today(&state.pool, job.business_tz()).await?;
     if to >= today {
         return Err(ApiError::invalid(
             field_to,
@@ -170,4 +174,10 @@ fn ended_dates(
         return Err(ApiError::invalid(field_from, "must not be after `to`"));
     }
     Ok(())
+}
+
+/// Starts a manual run of `dates`, timed by the database's clock like every other fire.
+async fn start_manual(state: &AppState, job: &SettleJob, dates: Vec<NaiveDate>) -> Result<Started, ApiError> {
+    let now = store::clock::now(&state.pool).await?;
+    Ok(job.start(Trigger::Manual, now, Plan::Dates(dates)).await?)
 }

@@ -6,12 +6,10 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Execution, ended_dates, job_named};
+use super::{Execution, ended_dates, job_named, start_manual};
 use crate::http::dates;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path};
-use crate::jobs::Plan;
-use crate::settlement::Trigger;
 use crate::startup::AppState;
 use crate::store;
 
@@ -47,10 +45,8 @@ pub async fn run_job(
 ) -> Result<(StatusCode, Json<Execution>), ApiError> {
     let job = job_named(&state, &name)?;
     let date = body.business_date;
-    let today = store::clock::business_today(&state.pool, job.business_tz()).await?;
-    ended_dates(date, date, today, "business_date", "business_date")?;
-    let now = store::clock::now(&state.pool).await?;
-    let started = job.start(Trigger::Manual, now, Plan::Dates(vec![date])).await?;
+    ended_dates(&state, job, date, date, "business_date", "business_date").await?;
+    let started = start_manual(&state, job, vec![date]).await?;
     let execution = wait_for_execution(&state, job.task_name(), date, started.fencing_token).await?;
     Ok((StatusCode::ACCEPTED, Json(execution)))
 }
