@@ -45,13 +45,13 @@ impl PgLock {
     pub fn new(pool: PgPool) -> Self {
         PgLock {
             pool,
-            begin_acquisition: begin_acquisition(DEFAULT_ROW_WAIT),
+            begin_acquisition: begin_with_row_wait(DEFAULT_ROW_WAIT),
         }
     }
 
     /// The same lock, waiting at most `wait` for a busy row instead of [`DEFAULT_ROW_WAIT`].
     pub fn with_row_wait(mut self, wait: Duration) -> Self {
-        self.begin_acquisition = begin_acquisition(wait);
+        self.begin_acquisition = begin_with_row_wait(wait);
         self
     }
 
@@ -96,7 +96,7 @@ impl PgLock {
             }
             Ok(None) => {
                 // Held. A new snapshot in this transaction sees the holder that beat us.
-                let held = self.holder(&mut *tx, &spec.task_name).await;
+                let held = holder(&mut *tx, &spec.task_name).await;
                 tx.commit().await?;
                 held
             }
@@ -104,29 +104,10 @@ impl PgLock {
                 // The row stayed locked past the wait: someone is mid-transaction on it.
                 tx.rollback().await?;
                 tracing::warn!(task.name = %spec.task_name, "lock row busy; treating the lock as held");
-                self.holder(&self.pool, &spec.task_name).await
+                holder(&self.pool, &spec.task_name).await
             }
             Err(e) => Err(e.into()),
         }
-    }
-
-    async fn holder(&self, executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> Result<Acquired, LockError> {
-        let row = sqlx::query!(
-            "select locked_by, locked_until from task_lock where task_name = $1",
-            task_name
-        )
-        .fetch_optional(executor)
-        .await?;
-        // Rows are never deleted by the service; only someone editing the table by hand gets here.
-        let row = row.ok_or_else(|| {
-            LockError::Unavailable(format!(
-                "the lock row of {task_name} disappeared while reading its holder"
-            ))
-        })?;
-        Ok(Acquired::Held {
-            holder: row.locked_by,
-            locked_until: row.locked_until,
-        })
     }
 
     pub async fn renew(&self, lease: &Lease, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
@@ -186,8 +167,31 @@ impl PgLock {
     }
 }
 
+/// The holder recorded in the `task_lock` row of `task_name`, as [`Acquired::Held`]. Shared with
+/// the Redis backend, whose published row is the one a winner that could not publish defers to.
+pub(super) async fn holder(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> Result<Acquired, LockError> {
+    let row = sqlx::query!(
+        "select locked_by, locked_until from task_lock where task_name = $1",
+        task_name
+    )
+    .fetch_optional(executor)
+    .await?;
+    // Rows are never deleted by the service; only someone editing the table by hand gets here.
+    let row = row.ok_or_else(|| {
+        LockError::Unavailable(format!(
+            "the lock row of {task_name} disappeared while reading its holder"
+        ))
+    })?;
+    Ok(Acquired::Held {
+        holder: row.locked_by,
+        locked_until: row.locked_until,
+    })
+}
+
 /// `begin`, then this transaction's row-lock wait and idle limit (integers are milliseconds).
-fn begin_acquisition(row_wait: Duration) -> String {
+///
+/// Shared with the Redis backend, whose publish takes the same `task_lock` row the same way.
+pub(super) fn begin_with_row_wait(row_wait: Duration) -> String {
     format!(
         "begin; set local lock_timeout = {}; set local idle_in_transaction_session_timeout = {}",
         millis_at_least_one(row_wait),
@@ -210,7 +214,8 @@ fn interval(d: Duration) -> PgInterval {
     }
 }
 
-fn is_lock_timeout(e: &sqlx::Error) -> bool {
+/// Whether `e` is the row-lock wait of [`begin_with_row_wait`] running out.
+pub(super) fn is_lock_timeout(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .and_then(|d| d.code())
         .is_some_and(|code| code == LOCK_NOT_AVAILABLE)
@@ -231,10 +236,10 @@ mod tests {
     #[test]
     fn the_acquisition_begins_with_both_limits_in_milliseconds() {
         assert_eq!(
-            begin_acquisition(Duration::from_secs(2)),
+            begin_with_row_wait(Duration::from_secs(2)),
             "begin; set local lock_timeout = 2000; set local idle_in_transaction_session_timeout = 10000"
         );
         // a zero wait would mean "wait forever" to PostgreSQL
-        assert!(begin_acquisition(Duration::ZERO).contains("lock_timeout = 1;"));
+        assert!(begin_with_row_wait(Duration::ZERO).contains("lock_timeout = 1;"));
     }
 }

@@ -69,7 +69,7 @@ use redis::Script;
 use sqlx::{AssertSqlSafe, PgPool};
 use uuid::Uuid;
 
-use super::{Acquired, Lease, LockError, LockSpec, LockView};
+use super::{Acquired, Lease, LockError, LockSpec, LockView, postgres};
 
 /// The key prefix the service uses. Tests pick their own to stay apart.
 pub const DEFAULT_PREFIX: &str = "finesettle:lock";
@@ -86,9 +86,6 @@ pub const DEFAULT_ROW_WAIT: Duration = Duration::from_secs(2);
 /// The longest lease accepted. Anything longer is a configuration mistake; refusing it here keeps
 /// every expiry within what Redis and `chrono` can represent.
 pub const MAX_LEASE: Duration = Duration::from_secs(100 * 366 * 24 * 3600);
-
-/// SQLSTATE `lock_not_available`: `lock_timeout` expired.
-const LOCK_NOT_AVAILABLE: &str = "55P03";
 
 /// Takes the lock if the key is free. Answers `{1, value, expiry}` when taken, `{0, value of the
 /// holder, expiry}` when held (expiries in ms since the epoch, by the Redis clock).
@@ -189,7 +186,7 @@ impl RedisLock {
             redis,
             pool,
             prefix: DEFAULT_PREFIX.to_owned(),
-            begin_publish: begin_publish(DEFAULT_ROW_WAIT),
+            begin_publish: postgres::begin_with_row_wait(DEFAULT_ROW_WAIT),
         }
     }
 
@@ -201,7 +198,7 @@ impl RedisLock {
 
     /// The same lock, waiting at most `wait` for a busy `task_lock` row when publishing.
     pub fn with_row_wait(mut self, wait: Duration) -> Self {
-        self.begin_publish = begin_publish(wait);
+        self.begin_publish = postgres::begin_with_row_wait(wait);
         self
     }
 
@@ -257,12 +254,12 @@ impl RedisLock {
                     "a newer fencing token is already published; giving the Redis lock back"
                 );
                 self.give_back(&lease).await;
-                self.published_holder(&lease.task_name).await
+                postgres::holder(&self.pool, &lease.task_name).await
             }
             Err(PublishError::RowBusy) => {
                 tracing::warn!(task.name = %lease.task_name, "lock row busy; giving the Redis lock back");
                 self.give_back(&lease).await;
-                self.published_holder(&lease.task_name).await
+                postgres::holder(&self.pool, &lease.task_name).await
             }
             Err(PublishError::Db(e)) => {
                 self.give_back(&lease).await;
@@ -388,25 +385,6 @@ impl RedisLock {
         Ok(token.unwrap_or(0))
     }
 
-    /// The holder as published: who a winner that could not publish must defer to.
-    async fn published_holder(&self, task_name: &str) -> Result<Acquired, LockError> {
-        let row = sqlx::query!(
-            "select locked_by, locked_until from task_lock where task_name = $1",
-            task_name
-        )
-        .fetch_optional(&self.pool)
-        .await?;
-        let row = row.ok_or_else(|| {
-            LockError::Unavailable(format!(
-                "the lock row of {task_name} disappeared while reading its holder"
-            ))
-        })?;
-        Ok(Acquired::Held {
-            holder: row.locked_by,
-            locked_until: row.locked_until,
-        })
-    }
-
     async fn publish_row(&self, lease: &Lease) -> Result<bool, PublishError> {
         let mut tx = self.pool.begin_with(AssertSqlSafe(self.begin_publish.clone())).await?;
         let published = sqlx::query_scalar!(
@@ -438,7 +416,7 @@ impl RedisLock {
                 tx.commit().await?;
                 Ok(published.is_some())
             }
-            Err(e) if is_lock_timeout(&e) => {
+            Err(e) if postgres::is_lock_timeout(&e) => {
                 tx.rollback().await?;
                 Err(PublishError::RowBusy)
             }
@@ -581,20 +559,6 @@ fn from_millis(ms: i64) -> Result<DateTime<Utc>, LockError> {
 
 /// `begin`, then the publish's row-lock wait and idle limit (integers are milliseconds; at least
 /// 1, since 0 means "no limit").
-fn begin_publish(row_wait: Duration) -> String {
-    format!(
-        "begin; set local lock_timeout = {}; set local idle_in_transaction_session_timeout = {}",
-        millis(row_wait).max(1),
-        millis(super::postgres::ACQUIRE_IDLE_TIMEOUT).max(1)
-    )
-}
-
-fn is_lock_timeout(e: &sqlx::Error) -> bool {
-    e.as_database_error()
-        .and_then(|d| d.code())
-        .is_some_and(|code| code == LOCK_NOT_AVAILABLE)
-}
-
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
@@ -664,14 +628,5 @@ mod tests {
         assert_eq!(lease_millis(Duration::ZERO).unwrap(), 1);
         assert!(lease_millis(MAX_LEASE).is_ok());
         assert!(matches!(lease_millis(Duration::MAX), Err(LockError::Unavailable(_))));
-    }
-
-    #[test]
-    fn the_publish_begins_with_both_limits_in_milliseconds() {
-        assert_eq!(
-            begin_publish(Duration::from_secs(2)),
-            "begin; set local lock_timeout = 2000; set local idle_in_transaction_session_timeout = 10000"
-        );
-        assert!(begin_publish(Duration::ZERO).contains("lock_timeout = 1;"));
     }
 }
