@@ -155,27 +155,12 @@ async fn main() -> anyhow::Result<()> {
         rerun.settled,
         rerun.voided
     );
-    println!(
-        "    fine_record: {} rows, checksum incl. xmin before {} after {} -> {}",
-        before.fines,
-        before.fine_digest,
-        after.fine_digest,
-        if before.fine_digest == after.fine_digest {
-            "unchanged"
-        } else {
-            "CHANGED"
-        }
-    );
-    println!(
-        "    ledger_entry: {} rows, checksum incl. xmin before {} after {} -> {}",
+    print_digest("fine_record", before.fines, &before.fine_digest, &after.fine_digest);
+    print_digest(
+        "ledger_entry",
         before.entries,
-        before.ledger_digest,
-        after.ledger_digest,
-        if before.ledger_digest == after.ledger_digest {
-            "unchanged"
-        } else {
-            "CHANGED"
-        }
+        &before.ledger_digest,
+        &after.ledger_digest,
     );
     println!(
         "    through the walk (settle_dates): {:?} in {:.1} ms",
@@ -298,6 +283,12 @@ fn print_results(loans: i64, candidates: i64, batch_size: i64, concurrent: bool,
 }
 
 /// The same work as one date of finesettle, as two set-based statements in one transaction.
+/// One table's checksum before and after the rerun, and whether it moved.
+fn print_digest(table: &str, rows: i64, before: &str, after: &str) {
+    let verdict = if before == after { "unchanged" } else { "CHANGED" };
+    println!("    {table}: {rows} rows, checksum incl. xmin before {before} after {after} -> {verdict}");
+}
+
 async fn hand_written(pool: &PgPool, date: NaiveDate) -> anyhow::Result<Timings> {
     let started = Instant::now();
     let mut tx = pool.begin().await?;

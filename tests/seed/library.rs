@@ -144,6 +144,17 @@ async fn a_seed_writes_the_requested_library_with_the_overdue_share() {
     assert!(busiest > 3 * 600 / 50, "the busiest member has {busiest} loans");
 }
 
+/// Settles yesterday's business date with a manual fire; returns that date.
+async fn settle_yesterday(app: &TestApp) -> NaiveDate {
+    let yesterday = app.today().await.pred_opt().unwrap();
+    let now = finesettle::store::clock::now(&app.pool).await.unwrap();
+    app.job
+        .fire(Trigger::Manual, now, Plan::Dates(vec![yesterday]))
+        .await
+        .expect("the run starts");
+    yesterday
+}
+
 async fn scalar_date(app: &TestApp, sql: &'static str) -> NaiveDate {
     sqlx::query_scalar(sql).fetch_one(&app.pool).await.expect(sql)
 }
@@ -152,12 +163,7 @@ async fn scalar_date(app: &TestApp, sql: &'static str) -> NaiveDate {
 async fn the_settlement_finds_the_seeded_overdue_loans() {
     let app = spawn_app().await;
     run(&app, &options(40, 400, 800, 11)).await.unwrap();
-    let yesterday = app.today().await.pred_opt().unwrap();
-    let now = finesettle::store::clock::now(&app.pool).await.unwrap();
-    app.job
-        .fire(Trigger::Manual, now, Plan::Dates(vec![yesterday]))
-        .await
-        .expect("the run starts");
+    let yesterday = settle_yesterday(&app).await;
 
     // Independently: loans with at least one overdue day in yesterday's month, up to yesterday
     // (an overdue day is after the due date and not after the return date).
@@ -183,12 +189,7 @@ async fn the_settlement_finds_the_seeded_overdue_loans() {
 async fn a_library_that_is_not_empty_is_refused_and_reset_replaces_it_but_keeps_job_records() {
     let app = spawn_app().await;
     run(&app, &options(20, 100, 150, 1)).await.unwrap();
-    let yesterday = app.today().await.pred_opt().unwrap();
-    let now = finesettle::store::clock::now(&app.pool).await.unwrap();
-    app.job
-        .fire(Trigger::Manual, now, Plan::Dates(vec![yesterday]))
-        .await
-        .expect("the run starts");
+    settle_yesterday(&app).await;
     let before = app.row_counts().await;
     assert!(scalar(&app, "select count(*) from fine_record").await > 0);
 

@@ -4,7 +4,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{ended_dates, job_named, start_manual};
+use super::{database_now, ended_dates, job_named, start_manual};
 use crate::http::dates;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path};
@@ -53,7 +53,8 @@ pub async fn backfill_job(
     Json(body): Json<BackfillRequest>,
 ) -> Result<(StatusCode, Json<BackfillStarted>), ApiError> {
     let job = job_named(&state, &name)?;
-    ended_dates(&state, job, body.from, body.to, "from", "to").await?;
+    let now = database_now(&state).await?;
+    ended_dates(job, now, body.from, body.to, "from", "to")?;
     let days = (body.to - body.from).num_days() + 1;
     let max = job.backfill_max_days();
     if days > i64::from(max) {
@@ -63,7 +64,7 @@ pub async fn backfill_job(
         ));
     }
     let dates: Vec<NaiveDate> = body.from.iter_days().take(days as usize).collect();
-    let started = start_manual(&state, job, dates).await?;
+    let started = start_manual(job, now, dates).await?;
     let response = BackfillStarted {
         task_name: job.task_name().to_owned(),
         fencing_token: started.fencing_token,

@@ -16,6 +16,7 @@ use utoipa_axum::routes;
 
 use super::error::ApiError;
 use super::locks::Lock;
+use crate::domain::business_date;
 use crate::jobs::{Plan, Refused, SettleJob, Started};
 use crate::settlement::Trigger;
 use crate::startup::AppState;
@@ -154,16 +155,16 @@ impl From<Refused> for ApiError {
     }
 }
 
-/// Checks that `from..=to` are dates that have ended (before today in the job's business zone).
-async fn ended_dates(
-    state: &AppState,
+/// Checks that `from..=to` are dates that had ended at `now` (before today in the job's zone).
+fn ended_dates(
     job: &SettleJob,
+    now: DateTime<Utc>,
     from: NaiveDate,
     to: NaiveDate,
     field_from: &str,
     field_to: &str,
 ) -> Result<(), ApiError> {
-    let today = store::clock::business_today(&state.pool, job.business_tz()).await?;
+    let today = business_date(now, job.business_tz());
     if to >= today {
         return Err(ApiError::invalid(
             field_to,
@@ -176,8 +177,13 @@ async fn ended_dates(
     Ok(())
 }
 
-/// Starts a manual run of `dates`, timed by the database's clock like every other fire.
-async fn start_manual(state: &AppState, job: &SettleJob, dates: Vec<NaiveDate>) -> Result<Started, ApiError> {
-    let now = store::clock::now(&state.pool).await?;
+/// The database's clock: a manual run is checked and timed by it, like every other fire, and
+/// read once per request so the check and the run agree on what "today" is.
+async fn database_now(state: &AppState) -> Result<DateTime<Utc>, ApiError> {
+    Ok(store::clock::now(&state.pool).await?)
+}
+
+/// Starts a manual run of `dates` fired at `now`.
+async fn start_manual(job: &SettleJob, now: DateTime<Utc>, dates: Vec<NaiveDate>) -> Result<Started, ApiError> {
     Ok(job.start(Trigger::Manual, now, Plan::Dates(dates)).await?)
 }

@@ -6,7 +6,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Execution, ended_dates, job_named, start_manual};
+use super::{Execution, database_now, ended_dates, job_named, start_manual};
 use crate::http::dates;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path};
@@ -45,8 +45,9 @@ pub async fn run_job(
 ) -> Result<(StatusCode, Json<Execution>), ApiError> {
     let job = job_named(&state, &name)?;
     let date = body.business_date;
-    ended_dates(&state, job, date, date, "business_date", "business_date").await?;
-    let started = start_manual(&state, job, vec![date]).await?;
+    let now = database_now(&state).await?;
+    ended_dates(job, now, date, date, "business_date", "business_date")?;
+    let started = start_manual(job, now, vec![date]).await?;
     let execution = wait_for_execution(&state, job.task_name(), date, started.fencing_token).await?;
     Ok((StatusCode::ACCEPTED, Json(execution)))
 }
