@@ -78,6 +78,7 @@ async fn main() -> anyhow::Result<()> {
         fencing_token: 7,
         instance_id: "bench".to_owned(),
         trigger: Trigger::Manual,
+        start_date: finesettle::domain::month_start(date),
         batch_size,
     };
     let never = CancellationToken::new();

@@ -1,42 +1,54 @@
-//! Which business dates one fire of the settlement job processes.
+//! Which business dates one run of the settlement job processes.
 //!
-//! The job never assumes it ran yesterday: it resumes from its last SUCCESS, so a fire that was
-//! missed (outage, deploy, every replica down) is caught up by the next one. The per-fire cap
-//! bounds how long one fire can hold the lock; the remainder is picked up by the next fire.
+//! The job never assumes it ran yesterday, nor that the dates before its last SUCCESS are all
+//! settled: an operator may have run a later date by hand, or a date may have failed while later
+//! ones succeeded. So a run settles every date from the start date through its target that has
+//! no SUCCESS, oldest first: a gap behind a later SUCCESS is filled by the next run, never left
+//! for good. The search for those dates is one query (`store::executions::unsettled_between`);
+//! the rules that decide what to ask it, and what to do with its answer, are here.
 
-use chrono::{Days, NaiveDate};
+use chrono::NaiveDate;
 
-/// The business dates one fire settles: from the day after `last_success` (or from `start_date`,
-/// or from `target` when both are None) through `target`, oldest first, at most `max_days`.
-/// Empty when already up to date (last_success >= target). If start_date > target: empty.
+/// A date an operator asked for lies before the job's start date: months before the start month
+/// are never accrued (SPEC §1), so such a date cannot be settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{requested} is before the job's start date {start}")]
+pub struct BeforeStart {
+    pub requested: NaiveDate,
+    pub start: NaiveDate,
+}
+
+/// The first date a run may look at: `start` itself, unless the operator's first requested date
+/// lies before it.
+pub fn check_not_before_start(start: NaiveDate, first_requested: NaiveDate) -> Result<(), BeforeStart> {
+    if first_requested < start {
+        return Err(BeforeStart {
+            requested: first_requested,
+            start,
+        });
+    }
+    Ok(())
+}
+
+/// The dates an operator's run (or backfill) settles, given `unsettled`: every date without
+/// SUCCESS from the start date through the last requested date, oldest first.
 ///
-/// `last_success` wins over `start_date`: once the job has succeeded, its history, not the
-/// configuration, decides where to resume. `max_days == 0` yields nothing.
-pub fn dates_to_settle(
-    last_success: Option<NaiveDate>,
-    start_date: Option<NaiveDate>,
-    target: NaiveDate,
-    max_days: u32,
-) -> Vec<NaiveDate> {
-    let first = match (last_success, start_date) {
-        // succ_opt is None only at NaiveDate::MAX, which is necessarily >= target.
-        (Some(last), _) => match last.succ_opt() {
-            Some(d) => d,
-            None => return Vec::new(),
-        },
-        (None, Some(start)) => start,
-        (None, None) => target,
+/// - Nothing when every requested date is settled already: there is nothing to run.
+/// - Otherwise the requested dates without SUCCESS, preceded by every earlier date without
+///   SUCCESS: a date settled after a gap would finalise months whose earlier days were never
+///   accrued, so the gap is settled first, in the same run (the README documents this choice).
+pub fn manual_dates(unsettled: &[NaiveDate], requested: &[NaiveDate]) -> Vec<NaiveDate> {
+    let Some(&first) = requested.iter().min() else {
+        return Vec::new();
     };
-    if first > target || max_days == 0 {
+    if !unsettled.iter().any(|d| requested.contains(d)) {
         return Vec::new();
     }
-    // Last date of this fire: target, or earlier when the cap cuts the range short.
-    let capped = first
-        .checked_add_days(Days::new(u64::from(max_days) - 1))
-        .unwrap_or(NaiveDate::MAX);
-    let last = capped.min(target);
-    // Not `iter_days`: it never yields `NaiveDate::MAX`.
-    std::iter::successors(Some(first), |d| d.succ_opt().filter(|n| *n <= last)).collect()
+    unsettled
+        .iter()
+        .copied()
+        .filter(|d| *d < first || requested.contains(d))
+        .collect()
 }
 
 #[cfg(test)]
@@ -47,110 +59,68 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn up_to_date_is_empty() {
-        let t = ymd(2024, 3, 10);
-        assert!(dates_to_settle(Some(t), None, t, 62).is_empty());
-        assert!(dates_to_settle(Some(ymd(2024, 3, 11)), None, t, 62).is_empty());
+    fn a_date_before_the_start_is_refused() {
+        let start = ymd(2026, 3, 1);
+        assert_eq!(check_not_before_start(start, start), Ok(()));
+        assert_eq!(check_not_before_start(start, ymd(2026, 3, 9)), Ok(()));
+        let err = check_not_before_start(start, ymd(2026, 2, 28)).unwrap_err();
+        assert_eq!(err.to_string(), "2026-02-28 is before the job's start date 2026-03-01");
     }
 
     #[test]
-    fn resumes_after_last_success() {
-        let got = dates_to_settle(Some(ymd(2024, 2, 27)), None, ymd(2024, 3, 1), 62);
-        assert_eq!(got, [ymd(2024, 2, 28), ymd(2024, 2, 29), ymd(2024, 3, 1)]);
+    fn settled_requests_need_no_run() {
+        let unsettled = [ymd(2026, 3, 2), ymd(2026, 3, 3)];
+        assert!(manual_dates(&unsettled, &[ymd(2026, 3, 5)]).is_empty());
+        assert!(manual_dates(&unsettled, &[]).is_empty());
     }
 
     #[test]
-    fn last_success_wins_over_start_date() {
-        let got = dates_to_settle(Some(ymd(2024, 3, 8)), Some(ymd(2024, 1, 1)), ymd(2024, 3, 10), 62);
-        assert_eq!(got, [ymd(2024, 3, 9), ymd(2024, 3, 10)]);
+    fn earlier_gaps_come_first() {
+        // Settled through 03-01 and on 03-04; the operator asks for 03-06.
+        let unsettled = [ymd(2026, 3, 2), ymd(2026, 3, 3), ymd(2026, 3, 5), ymd(2026, 3, 6)];
+        assert_eq!(manual_dates(&unsettled, &[ymd(2026, 3, 6)]), unsettled);
     }
 
     #[test]
-    fn first_run_uses_start_date_or_target() {
-        let t = ymd(2024, 1, 2);
+    fn a_backfill_keeps_its_own_dates_and_the_gaps_before_them() {
+        let unsettled = [ymd(2026, 3, 2), ymd(2026, 3, 5), ymd(2026, 3, 6), ymd(2026, 3, 7)];
+        let requested = [ymd(2026, 3, 5), ymd(2026, 3, 6)];
         assert_eq!(
-            dates_to_settle(None, Some(ymd(2023, 12, 31)), t, 62),
-            [ymd(2023, 12, 31), ymd(2024, 1, 1), t]
-        );
-        assert_eq!(dates_to_settle(None, None, t, 62), [t]);
-        assert!(dates_to_settle(None, Some(ymd(2024, 1, 3)), t, 62).is_empty());
-    }
-
-    #[test]
-    fn cap_leaves_the_rest_for_the_next_fire() {
-        let t = ymd(2024, 12, 31);
-        let first = dates_to_settle(None, Some(ymd(2024, 1, 1)), t, 62);
-        assert_eq!(first.len(), 62);
-        assert_eq!(first[61], ymd(2024, 3, 2)); // 31 + 29 + 2 days: leap year
-        let next = dates_to_settle(first.last().copied(), Some(ymd(2024, 1, 1)), t, 62);
-        assert_eq!(next[0], ymd(2024, 3, 3));
-        assert!(dates_to_settle(None, None, t, 0).is_empty());
-    }
-
-    #[test]
-    fn extreme_dates_do_not_overflow() {
-        assert!(dates_to_settle(Some(NaiveDate::MAX), None, NaiveDate::MAX, 62).is_empty());
-        let near_max = NaiveDate::MAX - Duration::days(1);
-        assert_eq!(
-            dates_to_settle(Some(near_max), None, NaiveDate::MAX, u32::MAX),
-            [NaiveDate::MAX]
+            manual_dates(&unsettled, &requested),
+            [ymd(2026, 3, 2), ymd(2026, 3, 5), ymd(2026, 3, 6)]
         );
     }
 
     proptest! {
+        /// Whatever is settled, an operator's run leaves no date without SUCCESS before the last
+        /// date it settles, and settles nothing it was not asked for beyond the gaps before it.
         #[test]
-        fn dates_are_a_bounded_contiguous_run(
-            last in proptest::option::of(arb_date()),
-            start in proptest::option::of(arb_date()),
-            target in arb_date(),
-            max_days in 0u32..100,
+        fn a_manual_run_leaves_no_gap_behind_it(
+            start in arb_date(),
+            settled_mask in proptest::collection::vec(any::<bool>(), 1..60),
+            first in 0usize..60,
+            len in 1usize..10,
         ) {
-            let got = dates_to_settle(last, start, target, max_days);
-            prop_assert!(got.len() <= max_days as usize);
-            for w in got.windows(2) {
-                prop_assert_eq!(w[1], w[0] + Duration::days(1));
-            }
-            if let (Some(first), Some(end)) = (got.first(), got.last()) {
-                prop_assert!(*end <= target);
-                match (last, start) {
-                    (Some(l), _) => prop_assert_eq!(*first, l + Duration::days(1)),
-                    (None, Some(s)) => prop_assert_eq!(*first, s),
-                    (None, None) => prop_assert_eq!(*first, target),
-                }
-                // Either it reached the target or it stopped at the cap.
-                prop_assert!(*end == target || got.len() == max_days as usize);
+            let days: Vec<NaiveDate> = (0..settled_mask.len()).map(|i| start + Duration::days(i as i64)).collect();
+            let first = first.min(days.len() - 1);
+            let requested: Vec<NaiveDate> = days[first..(first + len).min(days.len())].to_vec();
+            let last = *requested.last().unwrap();
+            let unsettled: Vec<NaiveDate> = days
+                .iter()
+                .zip(&settled_mask)
+                .filter(|(d, settled)| !**settled && **d <= last)
+                .map(|(d, _)| *d)
+                .collect();
+            let run = manual_dates(&unsettled, &requested);
+            if run.is_empty() {
+                prop_assert!(requested.iter().all(|d| !unsettled.contains(d)));
             } else {
-                // Empty only when up to date, not yet started, or capped at zero.
-                let from = last.map(|l| l + Duration::days(1)).or(start).unwrap_or(target);
-                prop_assert!(from > target || max_days == 0);
-            }
-        }
-
-        /// Repeated fires with no new target eventually reach it, never re-settling a date.
-        #[test]
-        fn successive_fires_cover_every_date_once(
-            last in proptest::option::of(arb_date()),
-            target in arb_date(),
-            max_days in 1u32..40,
-        ) {
-            let mut done = last;
-            let mut seen = Vec::new();
-            for _ in 0..200 {
-                let batch = dates_to_settle(done, None, target, max_days);
-                if batch.is_empty() {
-                    break;
-                }
-                done = batch.last().copied();
-                seen.extend(batch);
-            }
-            if let Some(l) = last.filter(|l| *l < target) {
-                let expected: Vec<_> = (l + Duration::days(1))
-                    .iter_days()
-                    .take_while(|d| *d <= target)
-                    .collect();
-                if expected.len() <= 200 * max_days as usize {
-                    prop_assert_eq!(seen, expected);
-                }
+                let end = *run.last().unwrap();
+                // every unsettled date up to the end of the run is in it
+                prop_assert!(unsettled.iter().filter(|d| **d <= end).all(|d| run.contains(d)));
+                // and nothing after the requested ones, nothing settled
+                prop_assert!(run.iter().all(|d| unsettled.contains(d) && *d <= last));
+                prop_assert!(run.windows(2).all(|w| w[0] < w[1]));
             }
         }
     }

@@ -9,7 +9,7 @@
 //! - [`loan`]: loan terms and overdue days.
 //! - [`fine`]: the monthly fine as of a date, and when it is final.
 //! - [`status`]: the fine status machine and ledger entry kinds.
-//! - [`backfill`]: which business dates one fire of the job settles.
+//! - [`backfill`]: which business dates an operator's run settles, and the start-date rule.
 
 pub mod backfill;
 pub mod calendar;
@@ -20,7 +20,7 @@ pub mod status;
 #[cfg(test)]
 mod testutil;
 
-pub use backfill::dates_to_settle;
+pub use backfill::{BeforeStart, check_not_before_start, manual_dates};
 pub use calendar::{business_date, month_end, month_start, same_month};
 pub use fine::{
     FineOverflow, MAX_DAILY_FINE_CENTS, MonthlyFine, accrue, final_fine, fine_for_month, is_final, try_fine_for_month,

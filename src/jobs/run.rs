@@ -8,8 +8,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{Plan, SettleJob};
+use crate::domain::BeforeStart;
 use crate::lock::{Acquired, Lease, LeaseKeeper};
-use crate::settlement::{self, DateStatus, RunContext, Trigger, WalkReport};
+use crate::settlement::{self, DateStatus, PlanError, RunContext, Trigger, WalkReport};
+use crate::store;
 use crate::store::attempts::{self, AttemptOutcome, NewAttempt};
 use crate::telemetry::metrics;
 
@@ -27,6 +29,9 @@ pub enum Refused {
     Unavailable(String),
     #[error("every date is already settled")]
     NothingToDo,
+    /// An operator asked for a date before the job's start date.
+    #[error(transparent)]
+    BeforeStart(#[from] BeforeStart),
     #[error("the service is shutting down")]
     ShuttingDown,
 }
@@ -85,16 +90,23 @@ pub(super) async fn start(
     // otherwise answer "held" for a minute after the run that settled them. The plan is made
     // again under the lock, which has the last word. Scheduled fires go straight to the lock.
     let precheck = match &plan {
-        Plan::Dates(_) => pending_dates(job, &plan).await.map(Some),
+        Plan::Dates(_) => pending_work(job, &plan).await.map(Some),
         Plan::CatchUp { .. } => Ok(None),
     };
     match precheck {
-        Ok(Some(dates)) if dates.is_empty() => {
+        Ok(Some(work)) if work.is_empty() => {
             attempt(AttemptOutcome::NothingToDo).record(None, None, None).await;
             return Err(Refused::NothingToDo);
         }
         Ok(_) => {}
-        Err(error) => {
+        Err(PlanError::BeforeStart(before)) => {
+            let detail = before.to_string();
+            attempt(AttemptOutcome::NothingToDo)
+                .record(None, None, Some(&detail))
+                .await;
+            return Err(Refused::BeforeStart(before));
+        }
+        Err(PlanError::Db(error)) => {
             let detail = format!("planning failed: {error}");
             attempt(AttemptOutcome::Unavailable)
                 .record(None, None, Some(&detail))
@@ -120,30 +132,29 @@ pub(super) async fn start(
     };
     let token = lease.fencing_token;
 
-    let dates = match plan_dates(job, &lease, plan).await {
-        Ok(dates) => dates,
+    let work = match plan_work(job, &lease, &plan).await {
+        Ok(work) => work,
         Err(error) => {
-            let detail = format!("planning failed: {error}");
+            let refused = match error {
+                PlanError::BeforeStart(before) => Refused::BeforeStart(before),
+                PlanError::Db(error) => Refused::Unavailable(format!("planning failed: {error}")),
+            };
+            let detail = refused.to_string();
             attempt(AttemptOutcome::Unavailable)
                 .record(Some(token), None, Some(&detail))
                 .await;
             release(job, &lease).await;
-            return Err(Refused::Unavailable(detail));
+            return Err(refused);
         }
     };
-    if dates.is_empty() {
+    if work.is_empty() {
         attempt(AttemptOutcome::NothingToDo)
             .record(Some(token), None, None)
             .await;
         release(job, &lease).await;
         return Err(Refused::NothingToDo);
     }
-    let detail = format!(
-        "settling {} date(s) from {} to {}",
-        dates.len(),
-        dates[0],
-        dates[dates.len() - 1]
-    );
+    let detail = work.describe();
     attempt(AttemptOutcome::Won)
         .record(Some(token), None, Some(&detail))
         .await;
@@ -151,16 +162,18 @@ pub(super) async fn start(
         job.task_name = %inner.spec.task_name,
         job.trigger = trigger.as_str(),
         lock.fencing_token = token,
-        job.dates = dates.len(),
+        job.dates = work.dates.len(),
+        job.changes_pending = work.changes_pending,
         "lock won; settling"
     );
+    let Work { start_date, dates, .. } = work;
 
     let job = job.clone();
     let walk_dates = dates.clone();
     let (progress_tx, progress) = watch::channel(0);
     let handle = tokio::spawn(async move {
         let _guard = guard;
-        walk(&job, trigger, fired_at, lease, walk_dates, progress_tx).await
+        walk(&job, trigger, fired_at, lease, start_date, walk_dates, progress_tx).await
     });
     Ok(Started {
         fencing_token: token,
@@ -170,23 +183,62 @@ pub(super) async fn start(
     })
 }
 
-/// The dates this fire settles, after marking what older holders left RUNNING as abandoned.
-async fn plan_dates(job: &SettleJob, lease: &Lease, plan: Plan) -> sqlx::Result<Vec<NaiveDate>> {
-    settlement::records::abandon_stale(&job.inner.pool, &job.inner.spec.task_name, lease.fencing_token).await?;
-    pending_dates(job, &plan).await
+/// What a fire has to do: business dates to settle, and whether loans recorded or changed since
+/// their last accrual wait (an import after the last run).
+struct Work {
+    start_date: NaiveDate,
+    dates: Vec<NaiveDate>,
+    changes_pending: bool,
 }
 
-/// The dates of `plan` that have no SUCCESS yet, oldest first.
-async fn pending_dates(job: &SettleJob, plan: &Plan) -> sqlx::Result<Vec<NaiveDate>> {
+impl Work {
+    fn is_empty(&self) -> bool {
+        self.dates.is_empty() && !self.changes_pending
+    }
+
+    /// The attempt timeline's detail for a won fire.
+    fn describe(&self) -> String {
+        match (self.dates.first(), self.dates.last()) {
+            (Some(first), Some(last)) => format!("settling {} date(s) from {first} to {last}", self.dates.len()),
+            _ => "accruing loans recorded or changed since the last run".to_owned(),
+        }
+    }
+}
+
+/// The work of this fire, after marking what older holders left RUNNING as abandoned.
+async fn plan_work(job: &SettleJob, lease: &Lease, plan: &Plan) -> Result<Work, PlanError> {
+    settlement::records::abandon_stale(&job.inner.pool, &job.inner.spec.task_name, lease.fencing_token).await?;
+    pending_work(job, plan).await
+}
+
+/// The dates of `plan` that have no SUCCESS yet, oldest first (with the gaps before them), and,
+/// for a scheduled fire, whether changed loans wait. An operator's run is about its dates only:
+/// when they are all settled there is nothing to run.
+async fn pending_work(job: &SettleJob, plan: &Plan) -> Result<Work, PlanError> {
     let inner = &job.inner;
     let task = &inner.spec.task_name;
     match plan {
         Plan::CatchUp { target } => {
-            settlement::dates_for_run(&inner.pool, task, inner.start_date, *target, inner.backfill_max_days).await
+            let start_date = settlement::plan::start_date(&inner.pool, task, inner.start_date, *target).await?;
+            let dates =
+                settlement::plan::unsettled_from(&inner.pool, task, start_date, *target, inner.backfill_max_days)
+                    .await?;
+            let changes_pending = store::loans::changes_pending(&inner.pool).await?;
+            Ok(Work {
+                start_date,
+                dates,
+                changes_pending,
+            })
         }
-        Plan::Dates(dates) => {
-            let settled = settlement::records::settled_among(&inner.pool, task, dates).await?;
-            Ok(dates.iter().copied().filter(|d| !settled.contains(d)).collect())
+        Plan::Dates(requested) => {
+            let first = requested.iter().min().copied().unwrap_or_default();
+            let start_date = settlement::plan::start_date(&inner.pool, task, inner.start_date, first).await?;
+            let dates = settlement::plan::manual_from(&inner.pool, task, start_date, requested).await?;
+            Ok(Work {
+                start_date,
+                dates,
+                changes_pending: false,
+            })
         }
     }
 }
@@ -196,6 +248,7 @@ async fn walk(
     trigger: Trigger,
     fired_at: DateTime<Utc>,
     lease: Lease,
+    start_date: NaiveDate,
     dates: Vec<NaiveDate>,
     progress: watch::Sender<usize>,
 ) -> RunReport {
@@ -213,6 +266,7 @@ async fn walk(
         fencing_token: lease.fencing_token,
         instance_id: inner.spec.instance_id.clone(),
         trigger,
+        start_date,
         batch_size: inner.batch_size,
     };
     let span = tracing::info_span!(
@@ -222,9 +276,17 @@ async fn walk(
         lock.fencing_token = context.fencing_token
     );
     let report = tracing::Instrument::instrument(
-        settlement::settle_dates_observed(&inner.pool, &context, &dates, &between_dates, &abort, |_| {
-            progress.send_modify(|done| *done += 1);
-        }),
+        async {
+            let report =
+                settlement::settle_dates_observed(&inner.pool, &context, &dates, &between_dates, &abort, |_| {
+                    progress.send_modify(|done| *done += 1);
+                })
+                .await;
+            if report.completed() && !between_dates.is_cancelled() {
+                accrue_changes(&inner.pool, &context, &abort).await;
+            }
+            report
+        },
         span,
     )
     .await;
@@ -259,6 +321,26 @@ async fn walk(
         fencing_token: lease.fencing_token,
         walk: report,
         lost_lease,
+    }
+}
+
+/// Loans recorded or changed while the walk ran (or before a fire with no date to settle) are
+/// accrued as of the latest settled date. A failure is logged only: the queue stays, and the next
+/// fire takes it.
+async fn accrue_changes(pool: &sqlx::PgPool, context: &RunContext, abort: &CancellationToken) {
+    match store::loans::changes_pending(pool).await {
+        Ok(false) => {}
+        Ok(true) => {
+            if let Err(error) = settlement::settle_changes(pool, context, abort).await {
+                tracing::warn!(
+                    job.task_name = %context.task_name,
+                    lock.fencing_token = context.fencing_token,
+                    %error,
+                    "changed loans not accrued; the next fire retries"
+                );
+            }
+        }
+        Err(error) => tracing::warn!(%error, "could not look for changed loans; the next fire retries"),
     }
 }
 

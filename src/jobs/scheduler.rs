@@ -49,7 +49,7 @@ async fn catch_up_at_start(job: SettleJob) {
         let target = settle_target(slot, job.schedule().tz());
         let missing =
             settlement::dates_for_run(pool, job.task_name(), job.start_date(), target, job.backfill_max_days()).await?;
-        if missing.is_empty() {
+        if missing.is_empty() && !store::loans::changes_pending(pool).await? {
             return Ok(());
         }
         tracing::info!(

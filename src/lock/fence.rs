@@ -24,22 +24,27 @@
 //! # How it is done here
 //!
 //! `task_lock.fencing_token` grows by one on every acquisition. Every settlement transaction opens
-//! with [`guard`]: `select ... where fencing_token = $token for share` on the task's lock row.
+//! with [`guard`]: `select ... where fencing_token = $token for key share` on the task's lock row.
 //!
 //! - A stale token matches no row: the transaction is refused with [`Fenced`] before it wrote
 //!   anything, and the caller rolls it back.
-//! - A current token matches, and the share row lock is held until commit. A takeover is an
-//!   `update` of that row, which must wait for every share lock on it, so the token cannot change
-//!   while the transaction runs: the check stays true until the commit. A takeover that comes in
-//!   the middle waits for the commit, then every later transaction of the old holder is refused.
-//!   (`for key share` would not do: a non-key update does not wait for it.)
+//! - A current token matches, and the row lock is held until commit. A takeover bumps
+//!   `fencing_token`, a column of the unique index `task_lock_fencing_key`: PostgreSQL treats
+//!   that as a key update, which must wait for every `for key share` lock on the row. So the
+//!   token cannot change while the transaction runs and the check stays true until the commit.
+//!   A takeover that comes in the middle waits for the commit, then every later transaction of
+//!   the old holder is refused.
+//! - The holder's own lease renewal changes only `locked_until`, a non-key update, which
+//!   `for key share` lets through (the lock is carried over to the new row version). A date may
+//!   therefore run longer than the lease: the renewal never waits for the holder's own fenced
+//!   transaction. (`for share` would make it wait, and the keeper would give the lease up.)
 //!
 //! With Redis holding the lock instead, the token still comes from this row, so this check is the
 //! same for both backends.
 //!
 //! # A holder paused inside a transaction
 //!
-//! Its share lock stays, so takeovers wait: each gives up after its row wait and reports the lock
+//! Its row lock stays, so takeovers wait: each gives up after its row wait and reports the lock
 //! as held. To bound that, [`guard`] sets `idle_in_transaction_session_timeout` for the transaction
 //! ([`FENCED_IDLE_TIMEOUT`]): the database ends a session that sits idle inside a transaction that
 //! long, rolls the transaction back (so the paused holder wrote nothing), and frees the row. The
@@ -86,8 +91,9 @@ pub async fn guard(tx: &mut PgConnection, task_name: &str, fencing_token: i64) -
         select 1 as "one!"
         from task_lock
         where task_name = $1 and fencing_token = $2
-        -- held until commit: a takeover (an update of this row) waits for this transaction
-        for share
+        -- held until commit: a takeover (a key update: fencing_token is in a unique index)
+        -- waits for this transaction; the holder's renewal (locked_until only) does not
+        for key share
         "#,
         task_name,
         fencing_token

@@ -47,9 +47,8 @@
 //! the published token as a floor and the script numbers the acquisition above it: the published
 //! token, not Redis, is the lasting record.
 //!
-//! Renewals stay in Redis and do not push `task_lock.locked_until`: such an update waits for the
-//! share locks that the holder's own fenced transactions hold on the row, which would tie the
-//! lease's survival to PostgreSQL. [`RedisLock::list`] reads live holders and expiries from Redis
+//! Renewals stay in Redis and do not push `task_lock.locked_until`: the lease then lives in one
+//! store only, and its survival does not depend on PostgreSQL answering. [`RedisLock::list`] reads live holders and expiries from Redis
 //! instead, and a release records its end in `task_lock` so that the admin view stays truthful.
 //!
 //! # Failures

@@ -3,16 +3,17 @@
 //! The job runner (`crate::jobs`) takes the lock, then hands this module a [`RunContext`] (who is
 //! running, with which fencing token) and the business dates to settle:
 //!
-//! 1. [`dates_for_run`] answers which dates a fire settles: from the day after the last SUCCESS
-//!    through the target, oldest first, capped (the rule itself is `domain::dates_to_settle`).
+//! 1. [`plan`] answers which dates a run settles: every date from the start date through the
+//!    target that has no SUCCESS, oldest first, capped; gaps behind later SUCCESSes included.
 //! 2. [`settle_dates`] walks them oldest first. Each date gets an execution record ([`records`])
 //!    and is settled by [`settle_date`] in ONE transaction that also marks the record SUCCESS.
-//!    The first date that fails stops the walk; the later ones wait for the next run, which starts
-//!    again from the day after the last SUCCESS.
+//!    The first date that fails stops the walk; the later ones wait for the next run, which
+//!    starts again from the first date without SUCCESS.
 //!
 //! # One transaction per business date
 //!
-//! For a date `D` the transaction is: the fence guard (first statement), accrue ([`accrue`]),
+//! For a date `D` the transaction is: the fence guard (first statement), accrue the month of `D`
+//! ([`accrue`]), accrue the loans recorded or changed since their last accrual ([`changes`]),
 //! settle ([`settle`]), mark the execution SUCCESS, commit. So a date is either wholly done and
 //! recorded SUCCESS, or not done at all: a failure inside a date (a refused statement, a lost
 //! connection, a fencing refusal, a shutdown that cannot wait) rolls back every write of that
@@ -29,6 +30,9 @@
 //! conditioned on the row's state:
 //! - accrual writes a fine's amount as of `accrued_through = min(D, month end, returned_on)` and
 //!   only moves `accrued_through` forward, and never touches a SETTLED or VOID fine;
+//! - a loan recorded or changed late is accrued for every month from the start month on, as of
+//!   the later of `D` and the latest settled date, so its fines do not depend on when it was
+//!   recorded ([`changes`]);
 //! - settlement recomputes the fine's *final* amount from the loan (so a skipped date or a
 //!   back-dated return cannot leave a stale amount), only moves PENDING fines, and posts the
 //!   CHARGE with `on conflict do nothing` on the unique `(fine_id, kind)` index.
@@ -50,18 +54,23 @@
 //! re-plan their lookup for every row: it made the whole date twice as slow.
 
 pub mod accrue;
+pub mod changes;
 mod date;
+pub mod plan;
 pub mod records;
 pub mod settle;
 mod walk;
 
 use std::time::Duration;
 
+use chrono::NaiveDate;
+
 use crate::lock::{FenceError, Fenced};
 
 pub use date::settle_date;
+pub use plan::{PlanError, dates_for_manual_run, dates_for_run};
 pub use records::Trigger;
-pub use walk::{DateOutcome, DateStatus, WalkReport, dates_for_run, settle_dates, settle_dates_observed};
+pub use walk::{DateOutcome, DateStatus, WalkReport, settle_changes, settle_dates, settle_dates_observed};
 
 /// Who is running, with which lease: every write of the run carries `fencing_token` and is
 /// refused by the database once that token is no longer the task's current one.
@@ -74,6 +83,9 @@ pub struct RunContext {
     /// This replica, for people reading the execution records.
     pub instance_id: String,
     pub trigger: Trigger,
+    /// The job's start date (`settlement::plan::start_date`): no month before its month is
+    /// ever accrued.
+    pub start_date: NaiveDate,
     /// Rows per statement in the accrue and settle steps (`FINESETTLE_SETTLE_BATCH_SIZE`).
     pub batch_size: i64,
 }
@@ -81,7 +93,8 @@ pub struct RunContext {
 /// What one business date wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DateCounts {
-    /// Fines inserted or moved forward by the accrual.
+    /// Fines inserted or moved forward by the accrual (of the month of the date, and of the
+    /// loans recorded or changed since their last accrual).
     pub accrued: i64,
     /// PENDING fines that became SETTLED.
     pub settled: i64,

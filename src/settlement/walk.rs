@@ -7,8 +7,7 @@ use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
 use super::records::{self, StartOutcome};
-use super::{DateCounts, RunContext, SettleError, settle_date};
-use crate::domain::dates_to_settle;
+use super::{DateCounts, RunContext, SettleError, date, settle_date};
 use crate::lock::FenceError;
 
 /// How one date of a walk ended.
@@ -100,20 +99,6 @@ impl WalkReport {
     }
 }
 
-/// The dates one run settles: from the day after the last SUCCESS of `task_name` (or from
-/// `start_date` when nothing succeeded yet, or `target` when that is unset too) through `target`,
-/// oldest first, at most `max_days`.
-pub async fn dates_for_run(
-    pool: &PgPool,
-    task_name: &str,
-    start_date: Option<NaiveDate>,
-    target: NaiveDate,
-    max_days: u32,
-) -> sqlx::Result<Vec<NaiveDate>> {
-    let last = records::last_success(pool, task_name).await?;
-    Ok(dates_to_settle(last, start_date, target, max_days))
-}
-
 /// Settles `dates` oldest first, each in its own transaction with its own execution record.
 ///
 /// - `stop` (shutdown): checked between dates; the current date finishes.
@@ -121,7 +106,7 @@ pub async fn dates_for_run(
 ///   current date is rolled back and recorded FAILED `abandoned: ...`.
 ///
 /// The first date that fails stops the walk: later dates build on it (a month's fines are
-/// settled on a later date), and the next run starts again from the day after the last SUCCESS.
+/// settled on a later date), and the next run starts again from the first date without SUCCESS.
 /// Never returns an error: every outcome is in the report (and in the records and the log).
 pub async fn settle_dates(
     pool: &PgPool,
@@ -260,6 +245,39 @@ async fn run_date(
             // Explicit, so the locks are gone before the failure is recorded. A rollback that
             // fails (connection lost) is a rollback all the same: the server discards the
             // transaction when the session ends.
+            let _ = tx.rollback().await;
+            Err(error)
+        }
+    }
+}
+
+/// Accrues and settles the loans recorded or changed since their last accrual, as of the latest
+/// settled date, in one fenced transaction ([`date::settle_changes`]). A run calls it when it has
+/// no date left to settle, so an import after the last night's run is charged by the next fire,
+/// not only by the next business date.
+pub async fn settle_changes(
+    pool: &PgPool,
+    ctx: &RunContext,
+    abort: &CancellationToken,
+) -> Result<Option<DateCounts>, SettleError> {
+    let mut tx = pool.begin().await?;
+    match date::settle_changes(&mut tx, ctx, abort).await {
+        Ok(counts) => {
+            tx.commit().await?;
+            if let Some(c) = counts {
+                tracing::info!(
+                    job.task_name = %ctx.task_name,
+                    lock.fencing_token = ctx.fencing_token,
+                    job.accrued = c.accrued,
+                    job.settled = c.settled,
+                    job.voided = c.voided,
+                    job.charged = c.charged,
+                    "recorded or changed loans accrued"
+                );
+            }
+            Ok(counts)
+        }
+        Err(error) => {
             let _ = tx.rollback().await;
             Err(error)
         }

@@ -156,6 +156,35 @@ pub async fn last_success(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
     .await
 }
 
+/// The dates from `from` through `to` (inclusive) that have no SUCCESS, oldest first, at most
+/// `limit`: the gaps behind later SUCCESSes as well as the dates after the last one.
+pub async fn unsettled_between(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &str,
+    from: NaiveDate,
+    to: NaiveDate,
+    limit: i64,
+) -> sqlx::Result<Vec<NaiveDate>> {
+    sqlx::query_scalar!(
+        r#"
+        select d::date as "business_date!"
+        from generate_series($2::date::timestamp, $3::date::timestamp, interval '1 day') as d
+        -- one index probe per date (task_execution_one_success)
+        where not exists (
+            select 1 from task_execution e
+            where e.task_name = $1 and e.business_date = d::date and e.status = 'SUCCESS')
+        order by d
+        limit $4
+        "#,
+        task_name,
+        from,
+        to,
+        limit
+    )
+    .fetch_all(executor)
+    .await
+}
+
 /// Which of `dates` already have a SUCCESS.
 pub async fn settled_among(
     executor: impl sqlx::PgExecutor<'_>,

@@ -205,3 +205,11 @@ pub async fn list(
         }
     }
 }
+
+/// Whether any loan was recorded or changed since the settlement last accrued it (the
+/// `loan_change` queue is not empty).
+pub async fn changes_pending(executor: impl sqlx::PgExecutor<'_>) -> sqlx::Result<bool> {
+    sqlx::query_scalar!(r#"select exists (select 1 from loan_change) as "pending!""#)
+        .fetch_one(executor)
+        .await
+}

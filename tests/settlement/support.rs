@@ -6,6 +6,7 @@ use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::database::TestDatabase;
+use crate::data::ymd;
 use crate::oracle::{Entry, Fine, Model};
 
 pub const TASK: &str = "settle-fines";
@@ -43,13 +44,19 @@ pub async fn fresh_db() -> Db {
     }
 }
 
-/// A run holding `token`.
+/// The start date of the runs of these tests: no month before January 2026 is accrued.
+pub fn start() -> NaiveDate {
+    ymd(2026, 1, 1)
+}
+
+/// A run holding `token`, with the job started on [`start`].
 pub fn ctx(token: i64) -> RunContext {
     RunContext {
         task_name: TASK.to_owned(),
         fencing_token: token,
         instance_id: "test-replica".to_owned(),
         trigger: Trigger::Manual,
+        start_date: start(),
         batch_size: BATCH,
     }
 }

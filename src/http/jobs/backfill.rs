@@ -28,7 +28,9 @@ pub struct BackfillRequest {
 pub struct BackfillStarted {
     pub task_name: String,
     pub fencing_token: i64,
-    /// The dates being settled, oldest first (dates already settled are skipped).
+    /// The dates being settled, oldest first: the dates of the range without SUCCESS, after
+    /// every earlier date without SUCCESS from the start date on (dates already settled are
+    /// skipped).
     pub dates: Vec<NaiveDate>,
 }
 
@@ -42,7 +44,7 @@ pub struct BackfillStarted {
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The lock is held, the job is running here, or every date is settled", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid range", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid range, or one that begins before the job's start date", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The lock store is unavailable or the service is stopping", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

@@ -150,6 +150,10 @@ impl From<Refused> for ApiError {
             Refused::Held { .. } => ApiError::conflict("lock_held", refused.to_string()),
             Refused::Busy => ApiError::conflict("job_running", refused.to_string()),
             Refused::NothingToDo => ApiError::conflict("already_settled", "every requested date is already settled"),
+            Refused::BeforeStart(before) => ApiError::invalid(
+                "business_date",
+                format!("{before}; set FINESETTLE_SETTLE_START_DATE to settle earlier dates"),
+            ),
             Refused::Unavailable(_) | Refused::ShuttingDown => ApiError::Unavailable(refused.to_string()),
         }
     }

@@ -24,6 +24,10 @@ pub struct RunRequest {
 
 /// Settles one business date now, through the job's lock, fencing and records. Answers 202 with
 /// the execution as soon as it is RUNNING; follow it in the executions list.
+///
+/// When earlier dates (from the start date on) have no SUCCESS, the run settles them first,
+/// oldest first, and the execution answered is the first of them: a date settled after a gap
+/// would finalise months whose earlier days were never accrued.
 #[utoipa::path(
     post, path = "/{name}/runs", tag = "jobs",
     params(("name" = String, Path, description = "Job name")),
@@ -33,7 +37,7 @@ pub struct RunRequest {
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The lock is held, the job is running here, or the date is already settled", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid date", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid date, or a date before the job's start date", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The lock store is unavailable or the service is stopping", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -48,7 +52,10 @@ pub async fn run_job(
     let now = database_now(&state).await?;
     ended_dates(job, now, date, date, "business_date", "business_date")?;
     let started = start_manual(job, now, vec![date]).await?;
-    let execution = wait_for_execution(&state, job.task_name(), date, started.fencing_token).await?;
+    // The first date of the run: the requested one, or the earliest date without SUCCESS before
+    // it, which the run settles first.
+    let first = started.dates.first().copied().unwrap_or(date);
+    let execution = wait_for_execution(&state, job.task_name(), first, started.fencing_token).await?;
     Ok((StatusCode::ACCEPTED, Json(execution)))
 }
 

@@ -1,0 +1,39 @@
+//! The job's start date as recorded in `job_registration.start_date`.
+//!
+//! `FINESETTLE_SETTLE_START_DATE` wins when it is set. Otherwise the first date the job ever
+//! planned is recorded here once and never moves; see the migration `completeness` for why.
+
+use chrono::NaiveDate;
+
+/// The recorded start date of `task_name`, if the job ever planned a date.
+pub async fn recorded(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Option<NaiveDate>> {
+    let row = sqlx::query_scalar!(
+        "select start_date from job_registration where task_name = $1",
+        task_name
+    )
+    .fetch_optional(executor)
+    .await?;
+    Ok(row.flatten())
+}
+
+/// Records `first_planned` as the start date unless one is recorded already, and answers the
+/// start date in force. The first writer wins, whichever replica or command it is.
+pub async fn record_first(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &str,
+    first_planned: NaiveDate,
+) -> sqlx::Result<NaiveDate> {
+    sqlx::query_scalar!(
+        r#"
+        insert into job_registration (task_name, start_date) values ($1, $2)
+        on conflict (task_name) do update
+            -- never moves once written; the no-op update returns the row all the same
+            set start_date = coalesce(job_registration.start_date, excluded.start_date)
+        returning start_date as "start_date!"
+        "#,
+        task_name,
+        first_planned
+    )
+    .fetch_one(executor)
+    .await
+}
