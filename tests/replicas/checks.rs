@@ -50,7 +50,13 @@ pub async fn assert_no_charge_twice(pool: &PgPool) {
 
 /// Fines and ledger equal the oracle's after running `dates` in order over `loans`.
 pub async fn assert_matches_oracle(pool: &PgPool, loans: &[(i64, LoanTerms)], dates: &[NaiveDate]) {
-    let model = Model::after(loans, dates);
+    // The job's start date: recorded by its first plan, or the first date run.
+    let start = finesettle::store::start_date::recorded(pool, TASK)
+        .await
+        .unwrap()
+        .or_else(|| dates.iter().min().copied())
+        .expect("dates to check");
+    let model = Model::after(start, loans, dates);
     assert!(!model.ledger().is_empty(), "the data gives the dates nothing to charge");
     assert_matches(&model, &fines(pool).await, &ledger(pool).await);
 }

@@ -4,7 +4,7 @@ use finesettle::domain::{FineStatus, LoanTerms};
 
 use crate::data::{days, insert_loans, load_loans, random_loans, set_return, ymd};
 use crate::oracle::Model;
-use crate::support::{BATCH, TASK, assert_all_succeeded, assert_matches, fines, fresh_db, ledger, walk};
+use crate::support::{BATCH, TASK, assert_all_succeeded, assert_matches, fines, fresh_db, ledger, start, walk};
 
 #[tokio::test]
 async fn an_in_order_walk_matches_the_oracle() {
@@ -17,7 +17,7 @@ async fn an_in_order_walk_matches_the_oracle() {
     assert_all_succeeded(&report);
     assert_eq!(report.outcomes.len(), dates.len());
 
-    let model = Model::after(&loans, &dates);
+    let model = Model::after(start(), &loans, &dates);
     assert_matches(&model, &fines(&db.pool).await, &ledger(&db.pool).await);
 
     // The data exercises what it should: several batches per step, every status a walk can
@@ -67,7 +67,7 @@ async fn back_dated_returns_settle_at_their_final_amount_or_void() {
         days(ymd(2026, 3, 16), ymd(2026, 4, 5)),
     );
     assert_all_succeeded(&walk(&db.pool, &first).await);
-    let mut model = Model::after(&loans, &first);
+    let mut model = Model::after(start(), &loans, &first);
 
     // Open loans whose March fine is PENDING, accrued through March 15.
     let open_overdue: Vec<(i64, LoanTerms)> = loans

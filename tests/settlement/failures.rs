@@ -76,7 +76,7 @@ async fn a_date_refused_midway_leaves_nothing_and_is_redone_by_the_next_run() {
     assert_eq!(next, days(ymd(2026, 3, 31), target));
     assert_all_succeeded(&walk(&db.pool, &next).await);
 
-    let model = Model::after(&loans, &days(start, target));
+    let model = Model::after(crate::support::start(), &loans, &days(start, target));
     assert_matches(&model, &fines(&db.pool).await, &ledger(&db.pool).await);
     let statuses: Vec<String> = executions_of(&db.pool, ymd(2026, 3, 31))
         .await

@@ -14,5 +14,6 @@ mod support;
 mod correctness;
 mod failures;
 mod fencing;
+mod imports;
 mod reruns;
 mod walk;

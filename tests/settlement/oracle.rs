@@ -30,52 +30,47 @@ pub struct Entry {
     pub amount_cents: i64,
 }
 
-/// The expected state after running business dates in order.
-#[derive(Debug, Clone, Default)]
+/// The expected state after running business dates in order, for a job whose start date is
+/// `start`: it knows every loan from the start, so a loan's fines never depend on when it was
+/// recorded (SPEC §2 step 4).
+#[derive(Debug, Clone)]
 pub struct Model {
+    start: NaiveDate,
     fines: BTreeMap<(i64, NaiveDate), Fine>,
 }
 
 impl Model {
+    /// An empty model of a job started on `start`.
+    pub fn new(start: NaiveDate) -> Self {
+        Model {
+            start,
+            fines: BTreeMap::new(),
+        }
+    }
+
     /// A model after running `dates` (in the given order) over `loans`.
-    pub fn after(loans: &[(i64, LoanTerms)], dates: &[NaiveDate]) -> Self {
-        let mut model = Model::default();
+    pub fn after(start: NaiveDate, loans: &[(i64, LoanTerms)], dates: &[NaiveDate]) -> Self {
+        let mut model = Model::new(start);
         for &d in dates {
             model.run_date(loans, d);
         }
         model
     }
 
-    /// One business date: accrue the month of `d`, then settle what is final on `d`.
+    /// One business date: accrue every month from the start month through the month of `d` as
+    /// of `d`, then settle what is final on `d`.
     pub fn run_date(&mut self, loans: &[(i64, LoanTerms)], d: NaiveDate) {
-        let month = month_start(d);
         for &(loan_id, loan) in loans {
-            let days = overdue_days(&loan, month, d);
-            if days == 0 {
-                assert_eq!(
-                    accrue(&loan, d),
-                    None,
-                    "domain::accrue disagrees for loan {loan_id} on {d}"
-                );
-                continue;
-            }
-            let accrued = Fine {
-                loan_id,
-                settle_month: month,
-                overdue_days: days,
-                amount_cents: i64::from(days) * loan.daily_fine_cents,
-                accrued_through: loan.returned_on.map_or(d, |r| r.min(d)),
-                status: FineStatus::Pending.as_str(),
-            };
+            let days = overdue_days(&loan, month_start(d), d);
             assert_eq!(
-                accrue(&loan, d).map(|f| (f.overdue_days, f.amount_cents, f.accrued_through)),
-                Some((accrued.overdue_days, accrued.amount_cents, accrued.accrued_through)),
+                accrue(&loan, d).map(|f| (f.overdue_days, f.amount_cents)),
+                (days > 0).then_some((days, i64::from(days) * loan.daily_fine_cents)),
                 "domain::accrue disagrees for loan {loan_id} on {d}"
             );
-            let fine = self.fines.entry((loan_id, month)).or_insert(accrued);
-            // Only a PENDING fine moves, and only forward.
-            if fine.status == FineStatus::Pending.as_str() && fine.accrued_through < accrued.accrued_through {
-                *fine = accrued;
+            let mut month = month_start(self.start);
+            while month <= d {
+                self.accrue(loan_id, &loan, month, d);
+                month = month_end(month).succ_opt().unwrap();
             }
         }
         let by_id: BTreeMap<i64, LoanTerms> = loans.iter().copied().collect();
@@ -105,6 +100,28 @@ impl Model {
                 "domain::final_fine disagrees for loan {}",
                 fine.loan_id
             );
+        }
+    }
+
+    /// The fine of `month` as of `d` (every overdue day of the month up to `d`), moving only a
+    /// PENDING fine and only forward.
+    fn accrue(&mut self, loan_id: i64, loan: &LoanTerms, month: NaiveDate, d: NaiveDate) {
+        let through = d.min(month_end(month));
+        let days = overdue_days(loan, month, through);
+        if days == 0 {
+            return;
+        }
+        let accrued = Fine {
+            loan_id,
+            settle_month: month,
+            overdue_days: days,
+            amount_cents: i64::from(days) * loan.daily_fine_cents,
+            accrued_through: loan.returned_on.map_or(through, |r| r.min(through)),
+            status: FineStatus::Pending.as_str(),
+        };
+        let fine = self.fines.entry((loan_id, month)).or_insert(accrued);
+        if fine.status == FineStatus::Pending.as_str() && fine.accrued_through < accrued.accrued_through {
+            *fine = accrued;
         }
     }
 

@@ -189,8 +189,12 @@ pub async fn executions_of(pool: &PgPool, date: NaiveDate) -> Vec<(String, i64, 
 /// Forgets every fine, ledger entry and execution (the loans stay).
 pub async fn reset_settlement(pool: &PgPool) {
     // Not truncate: other tables (alerts) reference executions; there are none in these tests.
-    sqlx::raw_sql("delete from ledger_entry; delete from fine_record; delete from task_execution")
-        .execute(pool)
-        .await
-        .unwrap();
+    // Every loan is queued again, as when it was recorded: the settlement never saw it.
+    sqlx::raw_sql(
+        "delete from ledger_entry; delete from fine_record; delete from task_execution; \
+         delete from loan_change; insert into loan_change (loan_id) select id from loan",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
 }

@@ -9,20 +9,14 @@ use crate::data::{days, insert_loans, random_loans, set_return, ymd};
 use crate::support::{TASK, TOKEN, assert_all_succeeded, ctx, fresh_db, walk};
 
 #[tokio::test]
-async fn a_run_resumes_the_day_after_the_last_success_oldest_first_capped() {
+async fn a_run_takes_every_date_without_success_from_the_start_oldest_first_capped() {
     let db = fresh_db().await;
     let target = ymd(2026, 3, 31);
-    // Nothing succeeded yet: from the start date, or only the target without one.
+    // From the configured start date.
     let first = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 3, 1)), target, 62)
         .await
         .unwrap();
     assert_eq!(first, days(ymd(2026, 3, 1), target));
-    assert_eq!(
-        settlement::dates_for_run(&db.pool, TASK, None, target, 62)
-            .await
-            .unwrap(),
-        [target]
-    );
     // Capped: the rest waits for the next run.
     let capped = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 3, 1)), target, 10)
         .await
@@ -40,21 +34,85 @@ async fn a_run_resumes_the_day_after_the_last_success_oldest_first_capped() {
         Some(ymd(2026, 3, 10))
     );
 
-    // The start date no longer matters once something succeeded.
-    let next = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 1, 1)), target, 62)
-        .await
-        .unwrap();
-    assert_eq!(next, days(ymd(2026, 3, 11), target));
-    assert!(
-        settlement::dates_for_run(&db.pool, TASK, None, ymd(2026, 3, 10), 62)
+    // The start date still matters after a SUCCESS: every earlier date without one comes first.
+    let mut next = days(ymd(2026, 2, 20), ymd(2026, 2, 28));
+    next.extend(days(ymd(2026, 3, 11), target));
+    assert_eq!(
+        settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 2, 20)), target, 62)
             .await
-            .unwrap()
-            .is_empty()
+            .unwrap(),
+        next
     );
     let settled = records::settled_among(&db.pool, TASK, &[ymd(2026, 3, 10), ymd(2026, 3, 11)])
         .await
         .unwrap();
     assert_eq!(settled, [ymd(2026, 3, 10)].into_iter().collect());
+}
+
+#[tokio::test]
+async fn without_a_configured_start_the_first_planned_date_is_recorded_and_kept() {
+    let db = fresh_db().await;
+    // The first plan ever records its target as the start date ...
+    assert_eq!(
+        settlement::dates_for_run(&db.pool, TASK, None, ymd(2026, 3, 5), 62)
+            .await
+            .unwrap(),
+        [ymd(2026, 3, 5)]
+    );
+    assert_eq!(
+        finesettle::store::start_date::recorded(&db.pool, TASK).await.unwrap(),
+        Some(ymd(2026, 3, 5))
+    );
+    // ... and later plans start there, whatever their target: no date is lost to a later fire.
+    assert_eq!(
+        settlement::dates_for_run(&db.pool, TASK, None, ymd(2026, 3, 8), 62)
+            .await
+            .unwrap(),
+        days(ymd(2026, 3, 5), ymd(2026, 3, 8))
+    );
+    // An operator's first date before it is refused, not silently accrued before the start.
+    let refused = settlement::dates_for_manual_run(&db.pool, TASK, None, &[ymd(2026, 3, 1)]).await;
+    assert!(
+        matches!(refused, Err(settlement::PlanError::BeforeStart(b)) if b.start == ymd(2026, 3, 5)),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_gap_behind_later_successes_is_planned_first() {
+    let db = fresh_db().await;
+    // Settled through 03-05 and, out of order, 03-12 (an operator's run of a later date).
+    assert_all_succeeded(&walk(&db.pool, &days(ymd(2026, 3, 1), ymd(2026, 3, 5))).await);
+    assert_all_succeeded(&walk(&db.pool, &[ymd(2026, 3, 12)]).await);
+    let start = Some(ymd(2026, 3, 1));
+
+    // The next scheduled run fills the gap, then goes on past 03-12.
+    let mut expected = days(ymd(2026, 3, 6), ymd(2026, 3, 11));
+    expected.extend(days(ymd(2026, 3, 13), ymd(2026, 3, 14)));
+    assert_eq!(
+        settlement::dates_for_run(&db.pool, TASK, start, ymd(2026, 3, 14), 62)
+            .await
+            .unwrap(),
+        expected
+    );
+    // An operator's run of 03-14 settles every earlier date without SUCCESS first; one of 03-12
+    // has nothing to do.
+    assert_eq!(
+        settlement::dates_for_manual_run(&db.pool, TASK, start, &[ymd(2026, 3, 14)])
+            .await
+            .unwrap(),
+        [
+            &days(ymd(2026, 3, 6), ymd(2026, 3, 11))[..],
+            &[ymd(2026, 3, 13), ymd(2026, 3, 14)]
+        ]
+        .concat()
+    );
+    assert!(
+        settlement::dates_for_manual_run(&db.pool, TASK, start, &[ymd(2026, 3, 12)])
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
