@@ -4,6 +4,7 @@
 mod common;
 
 mod books;
+mod completeness;
 mod errors;
 mod fines;
 mod health;
