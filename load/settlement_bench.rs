@@ -21,6 +21,13 @@
 //! 4. (c) the rerun of the settled date on the last round's A, under a newer fencing token: its time, and a
 //!    checksum of every fine and ledger row, including each row version's `xmin`, before and
 //!    after: equal means the rerun rewrote no row, not even with the same values.
+//! 5. (d) the same date on a fresh copy after `BENCH_IMPORTS` (default 10,000) back-dated imports
+//!    (loans recorded now, overdue since January or February): their earlier months are accrued
+//!    and settled by the date too (`settlement::changes`). Its time next to the rounds' best
+//!    time without imports is the cost of the imports.
+//!
+//! The seeded loans stand for history that earlier nights accrued: the seed empties the queue of
+//! recorded loans (`loan_change`), so rounds (a)/(b) measure an ordinary night with no import.
 //!
 //! The server comes from `DATABASE_URL` (its database name is replaced), default
 //! `postgres://postgres@127.0.0.1:5432`. `BENCH_KEEP=1` keeps the scratch databases.
@@ -53,6 +60,7 @@ async fn main() -> anyhow::Result<()> {
     let loans: i64 = env_or("BENCH_LOANS", 1_000_000)?;
     let batch_size: i64 = env_or("BENCH_BATCH_SIZE", 20_000)?;
     let rounds: usize = env_or("BENCH_ROUNDS", 3)?;
+    let imports: i64 = env_or("BENCH_IMPORTS", 10_000)?;
     let keep = std::env::var("BENCH_KEEP").is_ok_and(|v| v == "1");
     let concurrent = std::env::var("BENCH_MODE").is_ok_and(|v| v == "side-by-side");
     let server = server_url();
@@ -78,7 +86,8 @@ async fn main() -> anyhow::Result<()> {
         fencing_token: 7,
         instance_id: "bench".to_owned(),
         trigger: Trigger::Manual,
-        start_date: finesettle::domain::month_start(date),
+        // Months from January on: the imports of (d) owe fines for January and February.
+        start_date: NaiveDate::from_ymd_opt(2026, 1, 1).context("a valid date")?,
         batch_size,
     };
     let never = CancellationToken::new();
@@ -169,7 +178,36 @@ async fn main() -> anyhow::Result<()> {
         ms(walk_rerun.outcomes[0].duration.as_secs_f64())
     );
     ensure!(before == after, "the rerun changed rows");
+    pool_a.close().await;
 
+    // (d) the date after back-dated imports, on a fresh copy
+    recreate_database(&server, DB_A, Some(DB_SEED)).await?;
+    let pool_a = database::connect(&database_url(&server, DB_A), 4).await?;
+    import_loans(&pool_a, imports).await?;
+    warm_up(&pool_a).await?;
+    checkpoint(&pool_a).await?;
+    let with_imports = ours(&pool_a, &ctx, date, &never).await?;
+    let earlier: i64 = sqlx::query_scalar("select count(*) from fine_record where settle_month < date '2026-03-01'")
+        .fetch_one(&pool_a)
+        .await?;
+    let best_without = results
+        .iter()
+        .map(|(ours, _)| ours.total)
+        .min()
+        .context("at least one round")?;
+    println!();
+    println!(
+        "(d) {DATE} after {imports} back-dated imports: {:.0} ms (best round without imports {:.0} ms, \
+         +{:.0} ms, {:.3} ms per import); accrued {} fines, {earlier} of them for January and February; \
+         settled {}",
+        ms(with_imports.total.as_secs_f64()),
+        ms(best_without.as_secs_f64()),
+        ms(with_imports.total.saturating_sub(best_without).as_secs_f64()),
+        ms(with_imports.total.saturating_sub(best_without).as_secs_f64()) / imports.max(1) as f64,
+        with_imports.accrued,
+        with_imports.settled
+    );
+    ensure!(earlier > 0 || imports == 0, "the imports' earlier months were not accrued");
     pool_a.close().await;
     if !keep {
         for name in [DB_A, DB_B, DB_SEED] {
@@ -384,10 +422,36 @@ async fn seed(pool: &PgPool, loans: i64) -> anyhow::Result<()> {
         ) x;
         insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token, fencing_token)
         values ('{TASK}', now() + interval '1 day', now(), 'bench', gen_random_uuid(), 7);
+        -- history earlier nights accrued: no loan waits to be accrued (see the module docs)
+        truncate loan_change;
         "#
     );
     sqlx::raw_sql(AssertSqlSafe(sql)).execute(pool).await?;
     sqlx::raw_sql("vacuum analyze").execute(pool).await?;
+    Ok(())
+}
+
+/// `count` loans recorded now with past dates, each with a book of its own: due between January 5
+/// and February 24, half of them still out, the others returned in February or March.
+async fn import_loans(pool: &PgPool, count: i64) -> anyhow::Result<()> {
+    let sql = format!(
+        r#"
+        with books as (
+            insert into book (title) select 'imported ' || g from generate_series(1, {count}) g returning id
+        )
+        insert into loan (member_id, book_id, borrowed_on, due_on, returned_at, returned_on, daily_fine_cents)
+        select 1 + b.id % 100000, b.id, x.due_on - 14, x.due_on,
+               (x.returned_on + time '12:00') at time zone 'Asia/Shanghai', x.returned_on, 50
+        from books b
+        cross join lateral (
+            select date '2026-01-05' + (b.id % 50)::int as due_on,
+                   case when b.id % 2 = 0 then null
+                        else date '2026-02-25' + (b.id % 30)::int end as returned_on
+        ) x
+        "#
+    );
+    sqlx::raw_sql(AssertSqlSafe(sql)).execute(pool).await?;
+    sqlx::raw_sql("analyze").execute(pool).await?;
     Ok(())
 }
 
