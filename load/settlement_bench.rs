@@ -207,7 +207,10 @@ async fn main() -> anyhow::Result<()> {
         with_imports.accrued,
         with_imports.settled
     );
-    ensure!(earlier > 0 || imports == 0, "the imports' earlier months were not accrued");
+    ensure!(
+        earlier > 0 || imports == 0,
+        "the imports' earlier months were not accrued"
+    );
     pool_a.close().await;
     if !keep {
         for name in [DB_A, DB_B, DB_SEED] {

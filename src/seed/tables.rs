@@ -33,7 +33,8 @@ pub async fn lock_library(conn: &mut PgConnection) -> sqlx::Result<()> {
 pub async fn reset_library(conn: &mut PgConnection) -> sqlx::Result<()> {
     sqlx::raw_sql(
         "-- every table that refers to a loan, member or book goes with them
-         truncate notification, ledger_entry, fine_record, loan, book, member, idempotency_key restart identity",
+         truncate notification, ledger_entry, fine_record, loan_change, loan, book, member, idempotency_key
+             restart identity",
     )
     .execute(conn)
     .await?;

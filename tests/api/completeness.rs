@@ -212,23 +212,26 @@ async fn an_operators_run_of_a_later_date_leaves_no_gap() {
 /// An operator's run of `date`, sent again while the backfill before it is still finishing its
 /// fire (409 `job_running`), as an operator would.
 async fn run_when_idle(app: &TestApp, date: NaiveDate) -> crate::common::Reply {
-    for _ in 0..600 {
+    for _ in 0..2400 {
         let reply = app.post(&format!("{JOB}/runs"), json!({ "business_date": date })).await;
         if reply.status.as_u16() != 409 || reply.body["code"] != "job_running" {
             return reply;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("the job stayed busy for 30 s");
+    panic!("the job stayed busy for 120 s");
 }
 
 /// Waits until every date from `from` through `to` has a SUCCESS.
 async fn wait_settled(app: &TestApp, from: NaiveDate, to: NaiveDate) {
-    for _ in 0..600 {
+    for _ in 0..2400 {
         if unsettled(app, from, to).await.is_empty() {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("dates without SUCCESS after 30 s: {:?}", unsettled(app, from, to).await);
+    panic!(
+        "dates without SUCCESS after 120 s: {:?}",
+        unsettled(app, from, to).await
+    );
 }
