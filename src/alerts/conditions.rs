@@ -4,22 +4,25 @@
 //! |---|---|
 //! | `FAILED` | an execution ended FAILED and no SUCCESS exists for that date |
 //! | `TIMEOUT` | an execution has been RUNNING longer than the job timeout |
-//! | `MISSED` | no SUCCESS for an expected business date by its scheduled time + the grace |
+//! | `MISSED` | no SUCCESS for an expected business date (every date from the start date on) by its scheduled time + the grace |
 //!
-//! "Expected" dates come from the schedule itself, not from the records, so a date nothing ever
-//! attempted is still noticed: every slot of the cron (in the business zone) whose deadline has
-//! passed expects a SUCCESS for the date it settles ([`settle_target`]).
+//! "Expected" dates come from the start date and the schedule, not from the records, so a date
+//! nothing ever attempted is still noticed, and so is a gap behind later SUCCESSes: every date
+//! from the start date on is expected once its deadline has passed. A date's scheduled time is
+//! the first slot of the cron (in the business zone) that settles it ([`settle_target`]); its
+//! deadline is that slot + the grace, or the job's first registration + the grace when the slot
+//! came before the service was deployed.
 //!
 //! A date has at most one SUCCESS and a SUCCESS is final, so "no later SUCCESS" and "no SUCCESS"
 //! are the same question for FAILED — except for a failed re-run of an already settled date,
 //! which leaves the date settled and needs nobody, so it raises nothing.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use chrono::{DateTime, NaiveDate, NaiveTime, TimeDelta, Utc};
+use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -33,7 +36,8 @@ pub enum AlertKind {
     Failed,
     /// An execution has been RUNNING longer than `FINESETTLE_JOB_TIMEOUT`.
     Timeout,
-    /// No SUCCESS for an expected date by its scheduled time + `FINESETTLE_MISSED_GRACE`.
+    /// No SUCCESS for an expected date (every date from the start date on) by its scheduled
+    /// time + `FINESETTLE_MISSED_GRACE`.
     Missed,
 }
 
@@ -169,60 +173,109 @@ pub fn timed_out(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExpectedDate {
     pub business_date: NaiveDate,
-    /// The earliest slot that settles this date.
+    /// The date's scheduled time: the first slot that settles it.
     pub slot: DateTime<Utc>,
-    /// `slot` + grace: a SUCCESS must exist by then.
+    /// A SUCCESS must exist by then: the slot + the grace, or the first registration + the grace
+    /// when the slot came before it.
     pub deadline: DateTime<Utc>,
 }
 
-/// Where to look for expected dates, besides the schedule.
+/// What MISSED knows of a task besides its schedule.
 #[derive(Debug, Clone, Copy)]
-pub struct ExpectationBounds {
-    /// How long after its slot a date may still be settled without an alert.
+pub struct Expectation {
+    /// How long after its scheduled time a date may still be settled without an alert.
     pub grace: Duration,
-    /// When the job was first deployed: earlier slots expected nothing of this service.
+    /// When a service first registered the job. A service cannot have missed a fire from before
+    /// it was deployed: a date whose slot is earlier gets its grace from this instant, which
+    /// leaves the first start's catch-up time to settle an old start date's history.
     pub first_seen_at: DateTime<Utc>,
-    /// `FINESETTLE_SETTLE_START_DATE`: earlier dates are never settled.
+    /// The start date in force: `FINESETTLE_SETTLE_START_DATE`, else the one the job's first
+    /// plan recorded. `None` until the job plans a date: then the dates of the slots after
+    /// `first_seen_at` are expected (the first of them is the date that plan will record).
     pub start_date: Option<NaiveDate>,
-    /// Look at most this many of the latest slots, so one evaluation stays cheap whatever the
-    /// history; 62 daily slots match the job's own backfill bound.
-    pub max_slots: usize,
 }
 
-/// The business dates whose deadline has passed at `at`, oldest first: one per date, for the
-/// latest `max_slots` slots after `first_seen_at` whose slot + grace ≤ `at`, settling dates on or
-/// after `start_date`.
-pub fn expected_dates(schedule: &CronSchedule, at: DateTime<Utc>, bounds: &ExpectationBounds) -> Vec<ExpectedDate> {
-    let Some(grace) = TimeDelta::from_std(bounds.grace).ok() else {
-        return Vec::new();
-    };
-    let Some(latest_due) = at.checked_sub_signed(grace) else {
-        return Vec::new();
-    };
-    // Newest slot first; a later (earlier-in-time) slot of the same date replaces it, so each
-    // date keeps its first slot, the one its deadline counts from.
-    let mut by_date = BTreeMap::new();
-    let mut cursor = schedule.latest_at_or_before(latest_due);
-    for _ in 0..bounds.max_slots {
-        let Some(slot) = cursor.filter(|s| *s > bounds.first_seen_at) else {
-            break;
-        };
-        let business_date = settle_target(slot, schedule.tz());
-        // settle_target never decreases with the slot: every older slot settles an older date.
-        if bounds.start_date.is_some_and(|start| business_date < start) {
-            break;
-        }
-        by_date.insert(
-            business_date,
-            ExpectedDate {
-                business_date,
-                slot,
-                deadline: slot + grace,
-            },
-        );
-        cursor = schedule.latest_at_or_before(slot - TimeDelta::seconds(1));
+/// Every business date from `first` through `last` is expected settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpectedRange {
+    pub first: NaiveDate,
+    pub last: NaiveDate,
+}
+
+/// The dates whose deadline has passed at `at`: every date from the start date on, gaps behind
+/// later SUCCESSes included, through the latest date whose deadline ≤ `at`. `None` when there is
+/// none. Deadlines never decrease from one date to the next, so the expected dates are a range,
+/// which the caller checks against the records in one set-based query.
+pub fn expected_range(schedule: &CronSchedule, at: DateTime<Utc>, expectation: &Expectation) -> Option<ExpectedRange> {
+    let grace = TimeDelta::from_std(expectation.grace).ok()?;
+    let latest_due = at.checked_sub_signed(grace)?;
+    // Every deadline is at least the first registration + the grace.
+    if expectation.first_seen_at > latest_due {
+        return None;
     }
-    by_date.into_values().collect()
+    // A date is due once some slot that settles it is due: the latest due slot settles the
+    // latest due date, and every earlier date has a slot no later than that one.
+    let last = settle_target(schedule.latest_at_or_before(latest_due)?, schedule.tz());
+    let first = match expectation.start_date {
+        Some(start) => start,
+        None => settle_target(schedule.next_after(expectation.first_seen_at)?, schedule.tz()),
+    };
+    (first <= last).then_some(ExpectedRange { first, last })
+}
+
+/// When `business_date` is due: its scheduled time and its deadline. `None` when the schedule
+/// never settles it (no slot after it, e.g. a year field in the past).
+pub fn expected_date(
+    schedule: &CronSchedule,
+    business_date: NaiveDate,
+    expectation: &Expectation,
+) -> Option<ExpectedDate> {
+    let grace = TimeDelta::from_std(expectation.grace).ok()?;
+    let slot = scheduled_time(schedule, business_date)?;
+    let deadline = slot.max(expectation.first_seen_at).checked_add_signed(grace)?;
+    Some(ExpectedDate {
+        business_date,
+        slot,
+        deadline,
+    })
+}
+
+/// How many slots past the start of the next day [`scheduled_time`] looks at; only a clock that
+/// goes back across midnight makes it look past the first.
+const MAX_SLOTS_PAST_MIDNIGHT: usize = 64;
+
+/// The first slot `s` with `settle_target(s) ≥ date`: the first slot at or after the start of
+/// the next day in the business zone (the 02:00 fire of D+1 settles D).
+fn scheduled_time(schedule: &CronSchedule, date: NaiveDate) -> Option<DateTime<Utc>> {
+    let next_day = start_of_day(date.succ_opt()?, schedule.tz())?;
+    let mut slot = schedule.next_after(next_day - TimeDelta::seconds(1))?;
+    for _ in 0..MAX_SLOTS_PAST_MIDNIGHT {
+        if settle_target(slot, schedule.tz()) >= date {
+            return Some(slot);
+        }
+        slot = schedule.next_after(slot)?;
+    }
+    None
+}
+
+/// The first instant whose local date in `tz` is `date` or later. Not simply local midnight: in
+/// a few zones midnight does not exist on the day the clocks go forward (the day then starts at
+/// 01:00), and a day can be skipped altogether (Samoa, 2011-12-30).
+fn start_of_day(date: NaiveDate, tz: Tz) -> Option<DateTime<Utc>> {
+    let local_date = |secs: i64| DateTime::from_timestamp(secs, 0).map(|t| t.with_timezone(&tz).date_naive());
+    // Every UTC offset is well within a day, so a day before naive midnight (read as UTC) the
+    // local date is earlier, and a day after it, it is not.
+    let naive_midnight = date.and_time(NaiveTime::MIN).and_utc().timestamp();
+    let (mut lo, mut hi) = (naive_midnight - 86_400, naive_midnight + 86_400);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if local_date(mid)? >= date {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    DateTime::from_timestamp(hi, 0)
 }
 
 /// MISSED: `expected` has no SUCCESS past its deadline. `attempts` is how many executions the
@@ -233,15 +286,24 @@ pub fn missed(expected: &ExpectedDate, grace: Duration, attempts: i64) -> NewAle
         1 => "1 execution, none succeeded".to_owned(),
         n => format!("{n} executions, none succeeded"),
     };
+    let grace_text = humantime::format_duration(grace);
+    let counted_from = TimeDelta::from_std(grace)
+        .ok()
+        .and_then(|g| expected.deadline.checked_sub_signed(g))
+        .unwrap_or(expected.slot);
+    let why = if counted_from > expected.slot {
+        format!(
+            "its fire at {} came before the job's first start at {}; {grace_text} grace from then",
+            rfc3339(expected.slot),
+            rfc3339(counted_from)
+        )
+    } else {
+        format!("fire at {} + {grace_text} grace", rfc3339(expected.slot))
+    };
     NewAlert {
         kind: AlertKind::Missed,
         business_date: expected.business_date,
-        detail: format!(
-            "no SUCCESS by {} (fire at {} + {} grace); {history}",
-            rfc3339(expected.deadline),
-            rfc3339(expected.slot),
-            humantime::format_duration(grace)
-        ),
+        detail: format!("no SUCCESS by {} ({why}); {history}", rfc3339(expected.deadline)),
         execution_id: None,
     }
 }
@@ -264,13 +326,27 @@ mod tests {
         s.parse().unwrap()
     }
 
-    fn bounds(first_seen_at: &str) -> ExpectationBounds {
-        ExpectationBounds {
+    fn expecting(first_seen_at: &str, start_date: Option<&str>) -> Expectation {
+        Expectation {
             grace: Duration::from_secs(3600),
             first_seen_at: utc(first_seen_at),
-            start_date: None,
-            max_slots: 62,
+            start_date: start_date.map(date),
         }
+    }
+
+    /// The dates due at `at`, each with its slot and deadline, as an evaluation sees them.
+    /// Checks the range is exactly the dates whose deadline has passed: every one inside it, and
+    /// not the next date.
+    fn due(s: &CronSchedule, at: DateTime<Utc>, e: &Expectation) -> Vec<ExpectedDate> {
+        let Some(range) = expected_range(s, at, e) else {
+            return Vec::new();
+        };
+        let dates: Vec<_> = range.first.iter_days().take_while(|d| *d <= range.last).collect();
+        let due: Vec<_> = dates.iter().map(|d| expected_date(s, *d, e).unwrap()).collect();
+        assert!(due.iter().all(|d| d.deadline <= at), "{due:?}");
+        let next = expected_date(s, range.last.succ_opt().unwrap(), e).unwrap();
+        assert!(next.deadline > at, "{next:?} is due at {at} too");
+        due
     }
 
     fn dates(v: &[ExpectedDate]) -> Vec<String> {
@@ -282,49 +358,81 @@ mod tests {
         CronSchedule::parse("0 0 2 * * *", Shanghai).unwrap()
     }
 
+    /// 02:00 UTC, so slots read plainly.
+    fn nightly_utc() -> CronSchedule {
+        CronSchedule::parse("0 0 2 * * *", chrono_tz::UTC).unwrap()
+    }
+
     #[test]
-    fn a_slot_is_expected_only_once_its_grace_has_passed() {
+    fn a_date_is_expected_only_once_its_grace_has_passed() {
         // Deployed 2026-06-09 12:00Z; the fire of 2026-06-10 02:00 CST (06-09 18:00Z) settles 06-09.
-        let b = bounds("2026-06-09T12:00:00Z");
-        assert!(expected_dates(&nightly(), utc("2026-06-09T18:59:59Z"), &b).is_empty());
-        let due = expected_dates(&nightly(), utc("2026-06-09T19:00:00Z"), &b);
+        let e = expecting("2026-06-09T12:00:00Z", None);
+        assert!(due(&nightly(), utc("2026-06-09T18:59:59Z"), &e).is_empty());
+        let due = due(&nightly(), utc("2026-06-09T19:00:00Z"), &e);
         assert_eq!(dates(&due), ["2026-06-09"]);
         assert_eq!(due[0].slot, utc("2026-06-09T18:00:00Z"));
         assert_eq!(due[0].deadline, utc("2026-06-09T19:00:00Z"));
     }
 
     #[test]
-    fn slots_before_the_first_deployment_expect_nothing() {
+    fn without_a_start_date_the_slots_before_the_first_deployment_expect_nothing() {
         let at = utc("2026-06-12T00:00:00Z");
         // Slots at 06-09, 06-10 and 06-11 18:00Z; deployed after the first one.
-        let due = expected_dates(&nightly(), at, &bounds("2026-06-09T18:00:00Z"));
-        assert_eq!(dates(&due), ["2026-06-10", "2026-06-11"]);
-        assert!(expected_dates(&nightly(), at, &bounds("2026-06-11T18:30:00Z")).is_empty());
+        let due_then = due(&nightly(), at, &expecting("2026-06-09T18:00:00Z", None));
+        assert_eq!(dates(&due_then), ["2026-06-10", "2026-06-11"]);
+        assert!(due(&nightly(), at, &expecting("2026-06-11T18:30:00Z", None)).is_empty());
     }
 
     #[test]
-    fn the_start_date_and_the_window_bound_the_look_back() {
+    fn every_date_from_the_start_date_is_expected_however_far_back() {
         let at = utc("2026-06-12T00:00:00Z");
-        let mut b = bounds("2020-01-01T00:00:00Z");
-        b.start_date = Some(date("2026-06-10"));
-        assert_eq!(dates(&expected_dates(&nightly(), at, &b)), ["2026-06-10", "2026-06-11"]);
-        b.start_date = None;
-        b.max_slots = 3;
+        let e = expecting("2020-01-01T00:00:00Z", Some("2020-01-01"));
+        let range = expected_range(&nightly(), at, &e).unwrap();
+        assert_eq!((range.first, range.last), (date("2020-01-01"), date("2026-06-11")));
+        let all = due(&nightly(), at, &e);
+        assert_eq!(all.len(), 2354);
+        assert_eq!(all[0].slot, utc("2020-01-01T18:00:00Z"));
+        assert_eq!(all[0].deadline, utc("2020-01-01T19:00:00Z"));
+
+        // A start date not due yet, or after every due date, expects nothing.
+        let later = expecting("2020-01-01T00:00:00Z", Some("2026-06-12"));
+        assert_eq!(expected_range(&nightly(), at, &later), None);
+    }
+
+    #[test]
+    fn dates_whose_slot_predates_the_deployment_are_due_a_grace_after_it() {
+        // Deployed 2026-06-10 10:00Z with a start date five months back: no fire before that
+        // instant was this service's to miss, so all of them fall due at 11:00Z together.
+        let e = expecting("2026-06-10T10:00:00Z", Some("2026-01-01"));
+        assert_eq!(expected_range(&nightly_utc(), utc("2026-06-10T10:59:59Z"), &e), None);
+        let at = utc("2026-06-10T11:00:00Z");
+        let all = due(&nightly_utc(), at, &e);
+        assert_eq!(all.len(), 160);
         assert_eq!(
-            dates(&expected_dates(&nightly(), at, &b)),
-            ["2026-06-09", "2026-06-10", "2026-06-11"]
+            (all[0].business_date, all[0].slot, all[0].deadline),
+            (date("2026-01-01"), utc("2026-01-02T02:00:00Z"), at)
         );
-        b.max_slots = 62;
-        let all = expected_dates(&nightly(), at, &b);
-        assert_eq!(all.len(), 62);
-        assert_eq!(all.last().unwrap().business_date, date("2026-06-11"));
+        assert_eq!(
+            (all[159].business_date, all[159].slot, all[159].deadline),
+            (date("2026-06-09"), utc("2026-06-10T02:00:00Z"), at)
+        );
+        // The first date whose slot comes after the deployment counts from its slot again.
+        let next = expected_date(&nightly_utc(), date("2026-06-10"), &e).unwrap();
+        assert_eq!(
+            (next.slot, next.deadline),
+            (utc("2026-06-11T02:00:00Z"), utc("2026-06-11T03:00:00Z"))
+        );
     }
 
     #[test]
     fn several_slots_of_one_date_count_from_the_first() {
         // Every six hours in UTC: four fires settle each date; the deadline is the first's.
         let s = CronSchedule::parse("0 0 */6 * * *", chrono_tz::UTC).unwrap();
-        let due = expected_dates(&s, utc("2026-06-10T13:00:00Z"), &bounds("2026-06-09T23:00:00Z"));
+        let due = due(
+            &s,
+            utc("2026-06-10T13:00:00Z"),
+            &expecting("2026-06-09T23:00:00Z", None),
+        );
         assert_eq!(dates(&due), ["2026-06-09"]);
         assert_eq!(due[0].slot, utc("2026-06-10T00:00:00Z"));
     }
@@ -333,10 +441,69 @@ mod tests {
     fn dst_gap_day_is_expected_once() {
         // 02:30 New York does not exist on 2026-03-08; the fire moves to 03:00 EDT (07:00Z).
         let s = CronSchedule::parse("0 30 2 * * *", New_York).unwrap();
-        let due = expected_dates(&s, utc("2026-03-10T00:00:00Z"), &bounds("2026-03-06T00:00:00Z"));
-        assert_eq!(dates(&due), ["2026-03-05", "2026-03-06", "2026-03-07", "2026-03-08"]);
-        // The gap-day fire settles 2026-03-07.
-        assert_eq!(due[2].slot, utc("2026-03-08T07:00:00Z"));
+        let e = expecting("2026-03-06T00:00:00Z", None);
+        let due_then = due(&s, utc("2026-03-10T00:00:00Z"), &e);
+        assert_eq!(
+            dates(&due_then),
+            ["2026-03-05", "2026-03-06", "2026-03-07", "2026-03-08"]
+        );
+        // The gap-day fire settles 2026-03-07, an hour later in UTC than the day before's.
+        assert_eq!(due_then[1].slot, utc("2026-03-07T07:30:00Z"));
+        assert_eq!(due_then[2].slot, utc("2026-03-08T07:00:00Z"));
+        assert_eq!(due_then[3].slot, utc("2026-03-09T06:30:00Z"));
+        assert_eq!(
+            dates(&due(&s, utc("2026-03-08T07:59:59Z"), &e)),
+            ["2026-03-05", "2026-03-06"]
+        );
+        assert_eq!(
+            dates(&due(&s, utc("2026-03-08T08:00:00Z"), &e)).last().unwrap(),
+            "2026-03-07"
+        );
+    }
+
+    #[test]
+    fn dst_repeated_hour_is_expected_once_from_its_first_pass() {
+        // 01:30 happens twice in New York on 2026-11-01; the fire is the first (EDT, 05:30Z).
+        let s = CronSchedule::parse("0 30 1 * * *", New_York).unwrap();
+        let e = expecting("2026-10-01T00:00:00Z", Some("2026-10-30"));
+        let due_then = due(&s, utc("2026-11-03T00:00:00Z"), &e);
+        assert_eq!(dates(&due_then), ["2026-10-30", "2026-10-31", "2026-11-01"]);
+        assert_eq!(due_then[1].slot, utc("2026-11-01T05:30:00Z"));
+        assert_eq!(due_then[1].deadline, utc("2026-11-01T06:30:00Z"));
+        assert_eq!(due_then[2].slot, utc("2026-11-02T06:30:00Z"));
+        // Due at the first pass + grace, not the second.
+        assert_eq!(
+            dates(&due(&s, utc("2026-11-01T06:30:00Z"), &e)).last().unwrap(),
+            "2026-10-31"
+        );
+    }
+
+    #[test]
+    fn a_day_that_starts_after_a_gap_at_midnight_is_settled_by_its_first_fire() {
+        // Havana goes from 00:00 CST straight to 01:00 CDT on 2026-03-08 (05:00Z): the day starts
+        // there, and a 00:30 fire, shifted out of the gap, settles 2026-03-07 at that instant.
+        let havana = chrono_tz::America::Havana;
+        assert_eq!(
+            start_of_day(date("2026-03-08"), havana),
+            Some(utc("2026-03-08T05:00:00Z"))
+        );
+        let s = CronSchedule::parse("0 30 0 * * *", havana).unwrap();
+        let e = expecting("2026-03-01T00:00:00Z", Some("2026-03-06"));
+        let due_then = due(&s, utc("2026-03-09T12:00:00Z"), &e);
+        assert_eq!(dates(&due_then), ["2026-03-06", "2026-03-07", "2026-03-08"]);
+        assert_eq!(due_then[0].slot, utc("2026-03-07T05:30:00Z"));
+        assert_eq!(due_then[1].slot, utc("2026-03-08T05:00:00Z"));
+        assert_eq!(due_then[2].slot, utc("2026-03-09T04:30:00Z"));
+        // Samoa skipped 2011-12-30: that day "starts" when 12-31 does.
+        let apia = chrono_tz::Pacific::Apia;
+        assert_eq!(
+            start_of_day(date("2011-12-30"), apia),
+            Some(utc("2011-12-30T10:00:00Z"))
+        );
+        assert_eq!(
+            start_of_day(date("2011-12-31"), apia),
+            Some(utc("2011-12-30T10:00:00Z"))
+        );
     }
 
     #[test]
@@ -378,6 +545,20 @@ mod tests {
         assert!(m.detail.contains("by 2026-06-09T19:00:00Z"), "{}", m.detail);
         assert!(m.detail.contains("no execution was recorded"), "{}", m.detail);
         assert!(missed(&e, Duration::from_secs(3600), 2).detail.contains("2 executions"));
+        // A fire from before the deployment: the deadline counts from the deployment.
+        let before = ExpectedDate {
+            deadline: utc("2026-06-12T11:00:00Z"),
+            ..e
+        };
+        let m = missed(&before, Duration::from_secs(3600), 0);
+        assert!(
+            m.detail.starts_with(
+                "no SUCCESS by 2026-06-12T11:00:00Z (its fire at 2026-06-09T18:00:00Z came before \
+                 the job's first start at 2026-06-12T10:00:00Z; 1h grace from then)"
+            ),
+            "{}",
+            m.detail
+        );
     }
 
     #[test]

@@ -1,20 +1,22 @@
 //! One evaluation: raise what the rules say, resolve what no longer holds, announce each once.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::PgPool;
 
-use super::conditions::{self, ExpectationBounds, NewAlert};
+use super::conditions::{self, Expectation, NewAlert};
 use super::{Alert, AlertEvent, Notification};
 use crate::config::Settings;
 use crate::schedule::{CronSchedule, ScheduleError};
 use crate::store;
 
-/// How many of the latest slots MISSED looks back over: two months of a nightly job, the same
-/// reach as one fire's backfill (`FINESETTLE_BACKFILL_MAX_DAYS` defaults to 62).
-pub const DEFAULT_LOOKBACK_SLOTS: usize = 62;
+/// How many MISSED alerts one evaluation raises at most, oldest dates first; the rest follow on
+/// the next evaluations, a minute apart. Every date from the start date on is expected, so a
+/// service that cannot settle (or an old start date the catch-up is still working through)
+/// could otherwise raise years of dates in one evaluation: one transaction, one log event and
+/// one webhook POST each. A hundred keeps an evaluation to a few seconds at worst.
+pub const DEFAULT_MAX_MISSED_PER_EVALUATION: usize = 100;
 
 /// Everything an evaluation needs to know about one task.
 #[derive(Debug, Clone)]
@@ -24,8 +26,10 @@ pub struct AlertRules {
     pub schedule: CronSchedule,
     pub job_timeout: Duration,
     pub missed_grace: Duration,
+    /// `FINESETTLE_SETTLE_START_DATE`; when unset, the start date the job recorded is used.
     pub settle_start_date: Option<NaiveDate>,
-    pub lookback_slots: usize,
+    /// See [`DEFAULT_MAX_MISSED_PER_EVALUATION`].
+    pub max_missed_per_evaluation: usize,
     /// Queue a webhook notification with every raise and resolve.
     pub webhook_enabled: bool,
 }
@@ -39,7 +43,7 @@ impl AlertRules {
             job_timeout: settings.job.job_timeout,
             missed_grace: settings.job.missed_grace,
             settle_start_date: settings.job.settle_start_date,
-            lookback_slots: DEFAULT_LOOKBACK_SLOTS,
+            max_missed_per_evaluation: DEFAULT_MAX_MISSED_PER_EVALUATION,
             webhook_enabled: settings.alert_webhook.is_some(),
         })
     }
@@ -94,34 +98,33 @@ pub async fn evaluate_at(pool: &PgPool, rules: &AlertRules, at: DateTime<Utc>) -
     Ok(report)
 }
 
-/// MISSED candidates: expected dates past their deadline with no SUCCESS and no alert yet.
+/// MISSED candidates: expected dates past their deadline with no SUCCESS and no alert yet,
+/// oldest first, at most `max_missed_per_evaluation`.
 async fn missed(pool: &PgPool, rules: &AlertRules, at: DateTime<Utc>) -> anyhow::Result<Vec<NewAlert>> {
-    // Not registered yet (the worker registers before its first evaluation): nothing is expected.
-    let Some(first_seen_at) = store::alerts::first_seen_at(pool, &rules.task_name).await? else {
+    // Not registered by a service yet (the worker registers before its first evaluation; a row
+    // the planner wrote from a command has no instant): nothing is expected.
+    let Some(store::alerts::Registration {
+        first_seen_at: Some(first_seen_at),
+        start_date: recorded_start,
+    }) = store::alerts::registration(pool, &rules.task_name).await?
+    else {
         return Ok(Vec::new());
     };
-    let bounds = ExpectationBounds {
+    let expectation = Expectation {
         grace: rules.missed_grace,
         first_seen_at,
-        start_date: rules.settle_start_date,
-        max_slots: rules.lookback_slots,
+        start_date: rules.settle_start_date.or(recorded_start),
     };
-    let expected = conditions::expected_dates(&rules.schedule, at, &bounds);
-    if expected.is_empty() {
+    let Some(range) = conditions::expected_range(&rules.schedule, at, &expectation) else {
         return Ok(Vec::new());
-    }
-    let dates: Vec<NaiveDate> = expected.iter().map(|e| e.business_date).collect();
-    let records: HashMap<NaiveDate, store::alerts::DateRecord> =
-        store::alerts::date_records(pool, &rules.task_name, &dates)
-            .await?
-            .into_iter()
-            .map(|r| (r.business_date, r))
-            .collect();
-    Ok(expected
+    };
+    let limit = i64::try_from(rules.max_missed_per_evaluation).unwrap_or(i64::MAX);
+    let unsettled = store::alerts::unalerted_unsettled(pool, &rules.task_name, range.first, range.last, limit).await?;
+    Ok(unsettled
         .iter()
-        .filter_map(|e| {
-            let record = records.get(&e.business_date)?;
-            (!record.succeeded && !record.alerted).then(|| conditions::missed(e, rules.missed_grace, record.attempts))
+        .filter_map(|u| {
+            let expected = conditions::expected_date(&rules.schedule, u.business_date, &expectation)?;
+            (expected.deadline <= at).then(|| conditions::missed(&expected, rules.missed_grace, u.attempts))
         })
         .collect())
 }

@@ -2,7 +2,7 @@
 //! never ran — once, however many replicas look — and telling people.
 //!
 //! Every replica runs the same loop ([`run_alert_worker`]): each minute it evaluates the rules in
-//! [`conditions`] against the execution records and the schedule's own slots
+//! [`conditions`] against the execution records, the start date and the schedule's own slots
 //! ([`evaluate_once`]), raising an alert per `(kind, task_name, business_date)` at most once (a
 //! unique constraint decides which replica's insert wins) and resolving alerts whose cause is
 //! gone. The replica that wins a raise or a resolve, and only that one:
@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 pub use conditions::{AlertKind, AlertState, UnknownName};
-pub use evaluate::{AlertRules, DEFAULT_LOOKBACK_SLOTS, EvaluationReport, evaluate_at, evaluate_once};
+pub use evaluate::{AlertRules, DEFAULT_MAX_MISSED_PER_EVALUATION, EvaluationReport, evaluate_at, evaluate_once};
 pub use webhook::{DeliveryPolicy, DeliveryReport, Webhook, deliver_due};
 pub use worker::{AlertWorkerConfig, run_alert_worker};
 
@@ -33,8 +33,9 @@ use crate::store::alerts::AlertRow;
 /// The task the nightly settlement runs as (SPEC §2).
 pub const SETTLE_FINES: &str = "settle-fines";
 
-/// Records that `task_name` is deployed, unless a replica already did. MISSED alerts ignore
-/// slots before the first registration. Idempotent; every replica calls it at start.
+/// Records that `task_name` is deployed, unless a replica already did. A date whose slot came
+/// before the first registration gets its MISSED grace from the registration instead: a service
+/// cannot have missed a fire from before it ran. Idempotent; every replica calls it at start.
 pub async fn register(pool: &sqlx::PgPool, task_name: &str) -> sqlx::Result<()> {
     store::alerts::register_job(pool, task_name).await
 }

@@ -26,10 +26,19 @@ pub struct AlertRow {
 
 // --- job registration --------------------------------------------------------------------
 
-/// Records that `task_name` is deployed, unless a replica already did: the first instant stays.
+/// Records that a service runs `task_name`, unless one already did: the first instant stays.
+///
+/// The job's planner may have created the row before (it records the start date, possibly from
+/// `finesettle settle` before any `serve`); such a row has no instant yet and gets this one.
 pub async fn register_job(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<()> {
     sqlx::query!(
-        "insert into job_registration (task_name) values ($1) on conflict (task_name) do nothing",
+        r#"
+        insert into job_registration (task_name, first_seen_at) values ($1, now())
+        on conflict (task_name) do update
+            set first_seen_at = now()
+            -- a replica registered it already: never moves
+            where job_registration.first_seen_at is null
+        "#,
         task_name
     )
     .execute(executor)
@@ -37,13 +46,20 @@ pub async fn register_job(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
     Ok(())
 }
 
-/// When `task_name` was first deployed, if it ever was.
-pub async fn first_seen_at(
-    executor: impl sqlx::PgExecutor<'_>,
-    task_name: &str,
-) -> sqlx::Result<Option<DateTime<Utc>>> {
-    sqlx::query_scalar!(
-        "select first_seen_at from job_registration where task_name = $1",
+/// What MISSED needs to know about a job besides its schedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registration {
+    /// When a service first registered the job; `None` while only commands have planned dates.
+    pub first_seen_at: Option<DateTime<Utc>>,
+    /// The start date the job's first plan recorded (`crate::store::start_date`).
+    pub start_date: Option<NaiveDate>,
+}
+
+/// The registration of `task_name`, if a service registered it or the job planned a date.
+pub async fn registration(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Option<Registration>> {
+    sqlx::query_as!(
+        Registration,
+        "select first_seen_at, start_date from job_registration where task_name = $1",
         task_name
     )
     .fetch_optional(executor)
@@ -119,41 +135,47 @@ pub async fn running_since_before(
     .await
 }
 
-/// What the records say about one expected business date.
+/// An expected business date without SUCCESS and without a MISSED alert yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DateRecord {
+pub struct UnsettledDate {
     pub business_date: NaiveDate,
-    pub succeeded: bool,
     /// Executions of any status for the date (0: nothing was even attempted).
     pub attempts: i64,
-    /// A MISSED alert exists already (active or resolved).
-    pub alerted: bool,
 }
 
-pub async fn date_records(
+/// The dates from `first` through `last` that have no SUCCESS and no MISSED alert (active or
+/// resolved), oldest first, at most `limit`.
+///
+/// One statement over the whole range rather than a query per date: two index probes per date
+/// (`task_execution_one_success`, `alert_once`), so years of history cost a few milliseconds.
+pub async fn unalerted_unsettled(
     executor: impl sqlx::PgExecutor<'_>,
     task_name: &str,
-    dates: &[NaiveDate],
-) -> sqlx::Result<Vec<DateRecord>> {
+    first: NaiveDate,
+    last: NaiveDate,
+    limit: i64,
+) -> sqlx::Result<Vec<UnsettledDate>> {
     sqlx::query_as!(
-        DateRecord,
+        UnsettledDate,
         r#"
-        select d.business_date as "business_date!",
-               exists (
-                   select 1 from task_execution e
-                   where e.task_name = $1 and e.business_date = d.business_date and e.status = 'SUCCESS'
-               ) as "succeeded!",
+        select d::date as "business_date!",
                (select count(*) from task_execution e
-                where e.task_name = $1 and e.business_date = d.business_date) as "attempts!",
-               exists (
-                   select 1 from alert a
-                   where a.kind = 'MISSED' and a.task_name = $1 and a.business_date = d.business_date
-               ) as "alerted!"
-        from unnest($2::date[]) as d (business_date)
-        order by d.business_date
+                where e.task_name = $1 and e.business_date = d::date) as "attempts!"
+        from generate_series($2::date::timestamp, $3::date::timestamp, interval '1 day') as d
+        where not exists (
+                  select 1 from task_execution e
+                  where e.task_name = $1 and e.business_date = d::date and e.status = 'SUCCESS')
+          -- raised once per kind, task and date, even after it resolved
+          and not exists (
+                  select 1 from alert a
+                  where a.kind = 'MISSED' and a.task_name = $1 and a.business_date = d::date)
+        order by d
+        limit $4
         "#,
         task_name,
-        dates
+        first,
+        last,
+        limit
     )
     .fetch_all(executor)
     .await

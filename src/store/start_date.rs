@@ -17,7 +17,8 @@ pub async fn recorded(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> s
 }
 
 /// Records `first_planned` as the start date unless one is recorded already, and answers the
-/// start date in force. The first writer wins, whichever replica or command it is.
+/// start date in force. The first writer wins, whichever replica or command it is. A row this
+/// creates has no `first_seen_at`: planning is not a deployment (`store::alerts::register_job`).
 pub async fn record_first(
     executor: impl sqlx::PgExecutor<'_>,
     task_name: &str,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::http::{HeaderMap, StatusCode};
 use chrono::{DateTime, NaiveDate, Utc};
-use finesettle::alerts::{AlertRules, DEFAULT_LOOKBACK_SLOTS, DeliveryPolicy, SETTLE_FINES, Webhook};
+use finesettle::alerts::{AlertRules, DEFAULT_MAX_MISSED_PER_EVALUATION, DeliveryPolicy, SETTLE_FINES, Webhook};
 use finesettle::schedule::CronSchedule;
 use serde_json::Value;
 use sqlx::PgPool;
@@ -27,7 +27,7 @@ pub fn rules(webhook_enabled: bool) -> AlertRules {
         job_timeout: Duration::from_secs(30 * 60),
         missed_grace: Duration::from_secs(60 * 60),
         settle_start_date: None,
-        lookback_slots: DEFAULT_LOOKBACK_SLOTS,
+        max_missed_per_evaluation: DEFAULT_MAX_MISSED_PER_EVALUATION,
         webhook_enabled,
     }
 }
@@ -49,6 +49,22 @@ pub async fn execution(pool: &PgPool, business_date: &str, status: &str, started
     .fetch_one(pool)
     .await
     .expect("insert an execution")
+}
+
+/// A SUCCESS of `settle-fines` for every date from `first` through `last`, as if each had been
+/// settled a minute ago.
+pub async fn successes(pool: &PgPool, first: &str, last: &str) {
+    sqlx::query(
+        "insert into task_execution
+             (task_name, business_date, trigger, instance_id, fencing_token, started_at, finished_at, status)
+         select 'settle-fines', d::date, 'cron', 'test-replica', 1, now() - interval '1 minute', now(), 'SUCCESS'
+         from generate_series($1::date::timestamp, $2::date::timestamp, interval '1 day') as d",
+    )
+    .bind(first)
+    .bind(last)
+    .execute(pool)
+    .await
+    .expect("insert successes");
 }
 
 /// Ends a RUNNING execution with `status`.
@@ -75,6 +91,27 @@ pub async fn registered_at(pool: &PgPool, first_seen_at: &str) {
     .execute(pool)
     .await
     .expect("register the job");
+}
+
+/// The start date the job's first plan records (`FINESETTLE_SETTLE_START_DATE` unset).
+pub async fn recorded_start(pool: &PgPool, start_date: &str) {
+    finesettle::store::start_date::record_first(pool, SETTLE_FINES, date(start_date))
+        .await
+        .expect("record the start date");
+}
+
+/// The business dates of the MISSED alerts in `state`, oldest first.
+pub async fn missed_dates(pool: &PgPool, state: &str) -> Vec<NaiveDate> {
+    sqlx::query_scalar("select business_date from alert where kind = 'MISSED' and state = $1 order by business_date")
+        .bind(state)
+        .fetch_all(pool)
+        .await
+        .expect("read MISSED alerts")
+}
+
+/// Every date from `first` through `last`.
+pub fn days(first: &str, last: &str) -> Vec<NaiveDate> {
+    date(first).iter_days().take_while(|d| *d <= date(last)).collect()
 }
 
 /// `(kind, business_date, state)` of every alert, oldest first.
