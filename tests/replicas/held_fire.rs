@@ -45,39 +45,29 @@ async fn held_by_an_operator(pool: &PgPool, held_for: Duration) -> DateTime<Utc>
         .unwrap()
 }
 
-/// The timeline as (trigger, instance, outcome, holder, fired_at).
-async fn timeline(pool: &PgPool) -> Vec<(String, String, String, Option<String>, DateTime<Utc>)> {
+/// An attempt as these tests compare it: (trigger, instance, outcome, holder, fired_at).
+type Seen = (String, String, String, Option<String>, DateTime<Utc>);
+
+async fn timeline(pool: &PgPool) -> Vec<Seen> {
     attempts(pool)
         .await
         .into_iter()
-        .map(
-            |Attempt {
-                 trigger,
-                 instance_id,
-                 outcome,
-                 holder,
-                 fired_at,
-                 ..
-             }| { (trigger, instance_id, outcome, holder, fired_at) },
-        )
+        .map(|a: Attempt| (a.trigger, a.instance_id, a.outcome, a.holder, a.fired_at))
         .collect()
 }
 
 /// HELD by the operator, then WON, both by replica-a for the same fire.
-fn held_then_won(
-    trigger: &str,
-    fired_at: DateTime<Utc>,
-) -> Vec<(String, String, String, Option<String>, DateTime<Utc>)> {
-    vec![
+fn held_then_won(trigger: &str, fired_at: DateTime<Utc>) -> Vec<Seen> {
+    let seen = |outcome: &str, holder: Option<&str>| -> Seen {
         (
             trigger.into(),
             "replica-a".into(),
-            "HELD".into(),
-            Some(OPERATOR.into()),
+            outcome.into(),
+            holder.map(Into::into),
             fired_at,
-        ),
-        (trigger.into(), "replica-a".into(), "WON".into(), None, fired_at),
-    ]
+        )
+    };
+    vec![seen("HELD", Some(OPERATOR)), seen("WON", None)]
 }
 
 /// When the first date of the run started, by the database clock.
