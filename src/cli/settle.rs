@@ -78,7 +78,7 @@ pub async fn settle_range(settings: Settings, from: NaiveDate, to: NaiveDate) ->
     anyhow::ensure!(!report.lost_lease, "the lease was lost; another replica took over");
     anyhow::ensure!(
         !interrupted.is_cancelled() || report.walk.completed(),
-        "interrupted: the lock is released; run the command again to settle the dates left"
+        "interrupted before every date was settled; run the command again to settle the rest"
     );
     anyhow::ensure!(
         report
