@@ -70,8 +70,9 @@ impl Application {
     }
 
     /// Serves (and, unless disabled, runs the scheduler) until `shutdown` completes. Then, in
-    /// order: no new fires; the running fire finishes its date within the grace period and
-    /// releases its lock; the server stops accepting requests and lets those in flight finish.
+    /// order: no new fires; the running fire (cron, start-up or manual) finishes its date within
+    /// the grace period, or abandons it, and releases its lock; the server stops accepting
+    /// requests and lets those in flight finish.
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let stop = CancellationToken::new();
         let settings = Arc::clone(&self.state.settings);
@@ -109,10 +110,16 @@ impl Application {
         let signal = async move {
             shutdown.await;
             tracing::info!("shutting down: no new fires");
-            if let Some(scheduler) = scheduler {
-                scheduler.stop().await;
-            }
-            job.shutdown(settings.shutdown_grace).await;
+            // Together: the job refuses new fires at once and bounds the running one (whatever
+            // started it) by the grace period, while the ticker stops and waits for its fire
+            // tasks, which end with that run. Stopping the ticker first would wait for a
+            // cron-fired walk to run to its end.
+            let scheduler = async {
+                if let Some(scheduler) = scheduler {
+                    scheduler.stop().await;
+                }
+            };
+            tokio::join!(job.shutdown(settings.shutdown_grace), scheduler);
             tracing::info!("shutting down: no new requests");
             stop.cancel();
         };

@@ -1,8 +1,11 @@
 //! `finesettle settle` and `finesettle backfill`: the job's procedure from a terminal, through
 //! the same lock, fencing and execution records as the scheduled fires (trigger `manual`).
 
+use std::time::Duration;
+
 use chrono::NaiveDate;
 use indicatif::{ProgressBar, ProgressStyle};
+use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
 use crate::jobs::{Plan, Refused, SettleJob};
@@ -35,6 +38,9 @@ pub async fn settle_range(settings: Settings, from: NaiveDate, to: NaiveDate) ->
         &settings,
     )?;
     let dates: Vec<NaiveDate> = from.iter_days().take(usize::try_from(days)?).collect();
+    // From here on Ctrl-C and SIGTERM stop the run as they stop `serve`: the running date
+    // finishes within FINESETTLE_SHUTDOWN_GRACE or is abandoned, and the lock is released.
+    let interrupted = on_interrupt(job.clone(), settings.shutdown_grace)?;
     let now = store::clock::now(&pool).await?;
     let started = match job.start(Trigger::Manual, now, Plan::Dates(dates)).await {
         Ok(started) => started,
@@ -71,6 +77,10 @@ pub async fn settle_range(settings: Settings, from: NaiveDate, to: NaiveDate) ->
     }
     anyhow::ensure!(!report.lost_lease, "the lease was lost; another replica took over");
     anyhow::ensure!(
+        !interrupted.is_cancelled() || report.walk.completed(),
+        "interrupted before every date was settled; run the command again to settle the rest"
+    );
+    anyhow::ensure!(
         report
             .walk
             .outcomes
@@ -80,4 +90,45 @@ pub async fn settle_range(settings: Settings, from: NaiveDate, to: NaiveDate) ->
         "some dates did not settle; see above"
     );
     Ok(())
+}
+
+/// Listens for Ctrl-C and SIGTERM (registered before this returns, so none is missed once the run
+/// starts); on either, shuts the job down with `grace`. The token answered is cancelled then.
+fn on_interrupt(job: SettleJob, grace: Duration) -> anyhow::Result<CancellationToken> {
+    let interrupted = CancellationToken::new();
+    let signalled = interrupted.clone();
+    let signal = interrupt_signal()?;
+    tokio::spawn(async move {
+        signal.await;
+        eprintln!("interrupted: finishing the current date (at most {grace:?}), then releasing the lock");
+        tracing::info!(
+            grace_ms = grace.as_millis() as u64,
+            "interrupted; shutting the run down"
+        );
+        signalled.cancel();
+        job.shutdown(grace).await;
+    });
+    Ok(interrupted)
+}
+
+/// Completes on SIGINT or SIGTERM. The handlers are installed at once, replacing the default
+/// ones (which would kill the process with its lock held).
+#[cfg(unix)]
+fn interrupt_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    })
+}
+
+#[cfg(not(unix))]
+fn interrupt_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }

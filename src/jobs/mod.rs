@@ -5,7 +5,8 @@
 //!   is still running the previous fire, when another replica holds the lock, or when the lock
 //!   store is unreachable; otherwise it returns at once with the dates it will settle while a
 //!   background task settles them under a renewed lease.
-//! - [`scheduler`] wires the cron ticker and the catch-up at start to it.
+//! - [`scheduler`] wires the cron ticker and the catch-up at start to it, and fires again when
+//!   a scheduled fire met a held lock ([`scheduler::fire_until_run`]).
 
 mod run;
 pub mod scheduler;
@@ -140,5 +141,16 @@ impl SettleJob {
 
     pub fn is_shutting_down(&self) -> bool {
         self.inner.shutdown.is_cancelled()
+    }
+
+    /// Completes once [`SettleJob::shutdown`] was called: waits that must end at shutdown (a
+    /// held fire waiting to try again) select on it.
+    pub async fn shutting_down(&self) {
+        self.inner.shutdown.cancelled().await;
+    }
+
+    /// Completes when this process runs no fire of the job (at once when it runs none).
+    pub async fn idle(&self) {
+        drop(self.inner.running.lock().await);
     }
 }

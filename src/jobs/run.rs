@@ -85,6 +85,10 @@ pub(super) async fn start(
         tracing::warn!(job.task_name = %inner.spec.task_name, job.trigger = trigger.as_str(), "fire skipped: the previous one is still running");
         return Err(Refused::Busy);
     };
+    // Shutdown may have begun while this fire reached the guard (a retry waking up, say).
+    if inner.shutdown.is_cancelled() {
+        return Err(Refused::ShuttingDown);
+    }
     // For explicit dates (an operator's run), a cheap look before taking the lock: when every
     // date is settled already, say so without touching the lock, whose lock_at_least_for would
     // otherwise answer "held" for a minute after the run that settled them. The plan is made

@@ -1,21 +1,36 @@
-//! Wires the cron ticker and the catch-up at start to the job.
+//! Wires the cron ticker and the catch-up at start to the job, and fires again when a scheduled
+//! fire met a held lock: a lock held at the fire instant (an operator's run, a long backfill)
+//! must not cost the night.
 
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{Plan, Refused, SettleJob};
+use super::{Plan, Refused, RunReport, SettleJob};
 use crate::schedule::{ScheduleError, Ticker, settle_target};
 use crate::settlement::{self, Trigger};
 use crate::store;
 
+/// Added to the end of the lease a held fire met before it tries again: the holder's release
+/// (or its lease running out) is then past by the database clock, not just about to be.
+pub const HELD_RETRY_MARGIN: Duration = Duration::from_millis(500);
+/// First wait after the lock store (or the database) was unavailable; doubles up to
+/// [`UNAVAILABLE_RETRY_MAX`].
+const UNAVAILABLE_RETRY_FIRST: Duration = Duration::from_secs(1);
+const UNAVAILABLE_RETRY_MAX: Duration = Duration::from_secs(60);
+
 /// The running schedule of this replica.
 pub struct Scheduler {
     ticker: Ticker,
+    catch_up: JoinHandle<()>,
 }
 
 impl Scheduler {
     /// Catches up at start (in the background) and fires the job on every cron slot.
     pub async fn start(job: SettleJob, stop: CancellationToken) -> Result<Self, ScheduleError> {
-        tokio::spawn(catch_up_at_start(job.clone()));
+        let catch_up = tokio::spawn(catch_up_at_start(job.clone()));
         let tz = job.schedule().tz();
         let fire_job = job.clone();
         let ticker = Ticker::start(job.schedule().clone(), stop, move |slot| {
@@ -24,21 +39,136 @@ impl Scheduler {
                 // The slot, not the wall clock at wake-up, decides the target date, so a late
                 // wake-up still settles the right day.
                 let target = settle_target(slot, tz);
-                log_refusal(job.fire(Trigger::Cron, slot, Plan::CatchUp { target }).await.err());
+                let next_slot = job.schedule().next_after(slot);
+                let fired = fire_until_run(&job, Trigger::Cron, slot, Plan::CatchUp { target }, next_slot).await;
+                log_refusal(fired.err());
             }
         })
         .await?;
-        Ok(Scheduler { ticker })
+        Ok(Scheduler { ticker, catch_up })
     }
 
-    /// No new fires. A running fire is stopped by [`SettleJob::shutdown`].
+    /// No new fires; waits for the fires in flight (and the catch-up at start). Call it together
+    /// with [`SettleJob::shutdown`], which bounds those by the grace period: on its own it waits
+    /// for a running walk to end.
     pub async fn stop(self) {
         self.ticker.shutdown().await;
+        if let Err(error) = self.catch_up.await {
+            tracing::error!(%error, "catch-up at start task failed");
+        }
+    }
+}
+
+/// Fires `plan` for `slot` with `trigger`, and fires it again while the refusal is one that
+/// passes:
+/// - **held** by another holder: when the lease it met ends (its `locked_until` by the database
+///   clock, plus [`HELD_RETRY_MARGIN`]);
+/// - **busy** (this process still runs an earlier fire): when that fire ends;
+/// - **unavailable** (lock store or database): after a backoff from 1 s doubling to 60 s.
+///
+/// Every try goes through [`SettleJob::fire`], so the attempt timeline shows each one (HELD,
+/// then WON or NOTHING_TO_DO). Gives up at `until` (the next slot, whose own fire takes over;
+/// compared with this host's clock, as the ticker's slots are) and at shutdown, answering the
+/// last refusal.
+pub async fn fire_until_run(
+    job: &SettleJob,
+    trigger: Trigger,
+    slot: DateTime<Utc>,
+    plan: Plan,
+    until: Option<DateTime<Utc>>,
+) -> Result<RunReport, Refused> {
+    let mut unavailable_wait = UNAVAILABLE_RETRY_FIRST;
+    loop {
+        let refused = match job.fire(trigger, slot, plan.clone()).await {
+            Ok(report) => return Ok(report),
+            Err(refused) => refused,
+        };
+        let wait = match &refused {
+            Refused::Held { locked_until, .. } => match store::clock::now(job.pool()).await {
+                Ok(now) => Wait::For((*locked_until - now).to_std().unwrap_or_default() + HELD_RETRY_MARGIN),
+                // The lock answered but the clock did not: the database is failing; back off.
+                Err(_) => Wait::For(backoff(&mut unavailable_wait)),
+            },
+            Refused::Unavailable(_) => Wait::For(backoff(&mut unavailable_wait)),
+            Refused::Busy => Wait::Idle,
+            Refused::NothingToDo | Refused::BeforeStart(_) | Refused::ShuttingDown => return Err(refused),
+        };
+        // Time left before the next slot (none: no next slot, try until shutdown).
+        let left = match until.map(|until| (until - Utc::now()).to_std()) {
+            None => None,
+            Some(Ok(left)) => Some(left),
+            // The next slot is already here: its fire takes over.
+            Some(Err(_)) => return Err(refused),
+        };
+        if let (Wait::For(wait), Some(left)) = (&wait, left)
+            && *wait >= left
+        {
+            tracing::info!(
+                job.task_name = job.task_name(),
+                job.trigger = trigger.as_str(),
+                %slot,
+                reason = %refused,
+                "fire refused; the next fire takes over"
+            );
+            return Err(refused);
+        }
+        tracing::info!(
+            job.task_name = job.task_name(),
+            job.trigger = trigger.as_str(),
+            %slot,
+            reason = %refused,
+            retry_in_ms = wait.millis(),
+            "fire refused; trying again"
+        );
+        let waited = async {
+            match wait {
+                Wait::For(wait) => tokio::time::sleep(wait).await,
+                Wait::Idle => job.idle().await,
+            }
+        };
+        tokio::select! {
+            () = job.shutting_down() => return Err(Refused::ShuttingDown),
+            () = sleep_at_most(left.unwrap_or(Duration::MAX)) => return Err(refused),
+            () = waited => {}
+        }
+    }
+}
+
+/// How long a refused fire waits before its next try.
+enum Wait {
+    For(Duration),
+    /// Until this process's running fire ends.
+    Idle,
+}
+
+impl Wait {
+    /// For the log: `None` when the wait is for this process's fire.
+    fn millis(&self) -> Option<u64> {
+        match self {
+            Wait::For(wait) => Some(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
+            Wait::Idle => None,
+        }
+    }
+}
+
+/// The current backoff, doubling the next one up to [`UNAVAILABLE_RETRY_MAX`].
+fn backoff(current: &mut Duration) -> Duration {
+    let wait = *current;
+    *current = (*current * 2).min(UNAVAILABLE_RETRY_MAX);
+    wait
+}
+
+/// Sleeps for `limit`; `Duration::MAX` means forever.
+async fn sleep_at_most(limit: Duration) {
+    match tokio::time::Instant::now().checked_add(limit) {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
 /// A replica that starts after a scheduled time and finds dates missing runs the job once
-/// (trigger `startup`), under the same lock: replicas starting together settle them once.
+/// (trigger `startup`), under the same lock: replicas starting together settle them once. A lock
+/// held meanwhile is waited for, as for a cron fire, until the next slot.
 async fn catch_up_at_start(job: SettleJob) {
     let result: anyhow::Result<()> = async {
         let pool = job.pool();
@@ -57,7 +187,12 @@ async fn catch_up_at_start(job: SettleJob) {
             job.dates = missing.len(),
             "dates missing at start; catching up"
         );
-        log_refusal(job.fire(Trigger::Startup, now, Plan::CatchUp { target }).await.err());
+        let next_slot = job.schedule().next_after(now);
+        log_refusal(
+            fire_until_run(&job, Trigger::Startup, now, Plan::CatchUp { target }, next_slot)
+                .await
+                .err(),
+        );
         Ok(())
     }
     .await;
@@ -73,5 +208,17 @@ fn log_refusal(refused: Option<Refused>) {
     // Each refusal is already in the attempt timeline; Busy/Held/Unavailable were logged there.
     if let Some(Refused::ShuttingDown) = refused {
         tracing::info!("fire ignored: shutting down");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_unavailable_backoff_doubles_up_to_a_minute() {
+        let mut current = UNAVAILABLE_RETRY_FIRST;
+        let waits: Vec<u64> = (0..9).map(|_| backoff(&mut current).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
     }
 }

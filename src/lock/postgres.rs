@@ -20,10 +20,13 @@ use super::{Acquired, Lease, LockError, LockSpec, LockView};
 
 /// How long an acquisition waits for the lock row when another transaction has it locked.
 ///
-/// Row locks on `task_lock` are held by the holder's settlement transactions (the fence's share
-/// lock) and by acquisitions in flight, all short. A longer wait means that transaction is stuck
-/// (its process paused mid-transaction, say): rather than hang behind it, the attempt gives up and
-/// reports the lock as held, which it effectively is until the database ends that transaction.
+/// Row locks on `task_lock` are held by acquisitions in flight (short) and by the holder's
+/// settlement transactions: the fence's key-share lock, which an acquisition waits for (`on
+/// conflict do update` locks the row for a key update before it looks at `locked_until`) and the
+/// holder's renewal does not. So an attempt meets a long date of a live holder, or a holder stuck
+/// in its transaction (paused mid-transaction, say). Rather than hang behind it, the attempt
+/// gives up after this wait and reports the lock as held, which it is until that transaction
+/// ends; a scheduled fire tries again when the lease ends.
 pub const DEFAULT_ROW_WAIT: Duration = Duration::from_secs(2);
 
 /// How long the database lets an acquisition transaction sit idle before ending its session, so

@@ -10,15 +10,19 @@
 //!
 //! If the fence refuses [`fail`], the lock has passed to another holder; that holder calls
 //! [`abandon_stale`] right after winning, which closes every RUNNING record of older tokens.
-//! Either way no record stays RUNNING for good.
+//! If [`fail`] itself fails (the database went away with the date's transaction),
+//! [`fail_in_background`] keeps trying until the database answers again. Either way no record
+//! stays RUNNING for good, nor for long.
 
 use std::collections::HashSet;
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use sqlx::{PgConnection, PgPool};
+use tokio::task::JoinHandle;
 
 use super::RunContext;
 use crate::lock::{FenceError, fence};
@@ -130,6 +134,50 @@ pub async fn fail(pool: &PgPool, ctx: &RunContext, execution_id: i64, error: &st
     let failed = executions::mark_failed(&mut tx, execution_id, error).await?;
     tx.commit().await?;
     Ok(failed)
+}
+
+/// First wait before [`fail_in_background`] tries again; doubles up to [`CLOSE_RETRY_MAX`].
+const CLOSE_RETRY_FIRST: Duration = Duration::from_millis(250);
+const CLOSE_RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// [`fail`], tried again in the background until the database answers: for a record whose
+/// FAILED write failed (the database went away with the date's transaction), so that it does not
+/// stay RUNNING until the next acquisition (a day, with the nightly cron).
+///
+/// Tries with a backoff from 250 ms doubling to 5 s, and ends once the write is answered: done,
+/// or refused because the lock passed on (the new holder's [`abandon_stale`] closes the record)
+/// or the record is no longer RUNNING. Also ends when the pool is closed, at shutdown, and with
+/// the process. The task answers whether this process closed the record.
+pub fn fail_in_background(pool: PgPool, ctx: RunContext, execution_id: i64, error: String) -> JoinHandle<bool> {
+    tokio::spawn(async move {
+        let mut wait = CLOSE_RETRY_FIRST;
+        loop {
+            tokio::time::sleep(wait).await;
+            match fail(&pool, &ctx, execution_id, &error).await {
+                Ok(closed) => {
+                    tracing::info!(
+                        job.task_name = %ctx.task_name,
+                        lock.fencing_token = ctx.fencing_token,
+                        execution.id = execution_id,
+                        execution.closed = closed,
+                        "the database answers again; the failed execution is closed"
+                    );
+                    return closed;
+                }
+                Err(sqlx::Error::PoolClosed) => {
+                    tracing::warn!(
+                        execution.id = execution_id,
+                        "shutting down with the execution still RUNNING; the next holder will close it"
+                    );
+                    return false;
+                }
+                Err(e) => {
+                    tracing::debug!(execution.id = execution_id, error = %e, "execution not closed yet; trying again");
+                    wait = (wait * 2).min(CLOSE_RETRY_MAX);
+                }
+            }
+        }
+    })
 }
 
 /// Marks RUNNING executions of `task_name` started under a token older than `current_token`

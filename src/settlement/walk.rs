@@ -202,14 +202,18 @@ async fn run_one(pool: &PgPool, ctx: &RunContext, date: NaiveDate, abort: &Cance
             };
             let text = error.to_string();
             // The date's transaction is rolled back; now close its record. A fenced run's record
-            // is refused here too and left to the new holder (`records::abandon_stale`).
+            // is refused here too and left to the new holder (`records::abandon_stale`). When the
+            // database cannot take the write now, it is written as soon as it answers again.
             match records::fail(pool, ctx, execution_id, &text).await {
                 Ok(_) => {}
-                Err(record_error) => tracing::warn!(
-                    execution.id = execution_id,
-                    error = %record_error,
-                    "could not record the failure; the next holder will close the execution"
-                ),
+                Err(record_error) => {
+                    tracing::warn!(
+                        execution.id = execution_id,
+                        error = %record_error,
+                        "could not record the failure; trying again until the database answers"
+                    );
+                    records::fail_in_background(pool.clone(), ctx.clone(), execution_id, text.clone());
+                }
             }
             outcome.error = Some(text);
         }

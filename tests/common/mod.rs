@@ -8,6 +8,7 @@
 
 pub mod database;
 pub mod fixtures;
+pub mod proxy;
 pub mod redis;
 
 use std::time::Duration;
@@ -82,6 +83,11 @@ pub async fn spawn_app_with_redis(customize: impl FnOnce(&mut Settings)) -> (Tes
 /// Starts another replica on the same database as `app`.
 pub async fn spawn_replica(app: &TestApp, customize: impl FnOnce(&mut Settings)) -> TestApp {
     spawn_on(app.database.share(), customize).await
+}
+
+/// Starts the application on `database` (created by the test, perhaps already seeded).
+pub async fn spawn_on_database(database: database::TestDatabase, customize: impl FnOnce(&mut Settings)) -> TestApp {
+    spawn_on(database, customize).await
 }
 
 async fn spawn_on(database: database::TestDatabase, customize: impl FnOnce(&mut Settings)) -> TestApp {

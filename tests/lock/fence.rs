@@ -148,7 +148,7 @@ async fn a_takeover_behind_a_stuck_transaction_reports_the_lock_held_instead_of_
     let (app, lock) = (&fx.app, &fx.lock);
     let holder = acquire(lock, &spec(TASK, "replica-a")).await;
     fx.expire(TASK).await;
-    // a holder paused in the middle of a fenced transaction keeps the share lock
+    // a holder paused in the middle of a fenced transaction keeps the key-share lock
     let mut stuck = app.pool.begin().await.unwrap();
     guard(&mut stuck, TASK, holder.fencing_token).await.unwrap();
 

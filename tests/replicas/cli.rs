@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use finesettle::lock::{JobLock, LockSpec};
 
-use crate::checks::{assert_settled_exactly_once, attempts, executions};
+use crate::checks::{assert_settled_exactly_once, attempts, executions, lock_expired, poll_until};
 use crate::data::{days, ymd};
-use crate::process::{Finesettle, backfill};
+use crate::process::{Finesettle, Signal, backfill};
 use crate::seed::{fixed_loans, migrated_db, seed};
+use crate::slow::{fast_dates, slow_dates};
 
 const WITHIN: Duration = Duration::from_secs(60);
 
@@ -127,4 +128,60 @@ async fn backfill_while_another_replica_holds_the_lock_fails_naming_the_holder()
         assert!(done.stdout.contains(&format!("{date} SUCCESS")), "{}", done.output());
     }
     assert_settled_exactly_once(&pool, &loans, &days(from, to)).await;
+}
+
+/// Issue 10 case 5: `signal` (Ctrl-C or SIGTERM) in the middle of `finesettle backfill`. The
+/// running date gets the grace, then is abandoned; the lock is released, nothing stays RUNNING,
+/// and the command exits non-zero. Run again, it settles the range.
+async fn an_interrupted_backfill_releases_the_lock(signal: Signal) {
+    const GRACE_SECS: u64 = 1;
+    let (database, pool) = migrated_db().await;
+    let loans = seed(&pool, &fixed_loans(73)).await;
+    let (from, to) = (ymd(2026, 3, 27), ymd(2026, 3, 31));
+    slow_dates(&pool, Duration::from_secs(3)).await;
+    let operator = || {
+        Finesettle::new(database.url(), "operator-console")
+            .env("FINESETTLE_LOCK_AT_LEAST_FOR", "0s")
+            .env("FINESETTLE_SHUTDOWN_GRACE", format!("{GRACE_SECS}s"))
+    };
+
+    let mut run = operator().spawn(&backfill(from, to));
+    let running = poll_until("the backfill to start a date", WITHIN, async || {
+        run.assert_running();
+        executions(&pool).await.into_iter().find(|e| e.status == "RUNNING")
+    })
+    .await;
+    run.signal(signal);
+    let stopped = run.wait(Duration::from_secs(GRACE_SECS + 10)).await;
+    stopped.assert_failure();
+    assert!(stopped.stderr.contains("interrupted"), "{}", stopped.output());
+
+    let after = executions(&pool).await;
+    assert!(after.iter().all(|e| e.status != "RUNNING"), "{after:#?}");
+    let ended = after.iter().find(|e| e.id == running.id).unwrap();
+    assert_eq!(ended.status, "FAILED", "{ended:?}");
+    assert!(
+        ended.error.as_deref().is_some_and(|e| e.starts_with("abandoned: ")),
+        "{ended:?}"
+    );
+    assert!(
+        after.iter().all(|e| e.business_date <= running.business_date),
+        "no date after the running one: {after:#?}"
+    );
+    assert!(lock_expired(&pool).await, "the lock was released");
+
+    // The same command again finishes the range.
+    fast_dates(&pool).await;
+    operator().run(&backfill(from, to), WITHIN).await.assert_success();
+    assert_settled_exactly_once(&pool, &loans, &days(from, to)).await;
+}
+
+#[tokio::test]
+async fn ctrl_c_during_a_backfill_releases_the_lock_and_leaves_nothing_running() {
+    an_interrupted_backfill_releases_the_lock(Signal::Int).await;
+}
+
+#[tokio::test]
+async fn sigterm_during_a_backfill_releases_the_lock_and_leaves_nothing_running() {
+    an_interrupted_backfill_releases_the_lock(Signal::Term).await;
 }

@@ -1,8 +1,10 @@
 //! Duplicate-run tests of the settlement job across replicas (issue 4): replicas racing for the
 //! same fire, in one process and as real OS processes; a holder killed, paused past its lease,
-//! or stopped with SIGTERM in the middle of a backfill; `lock_at_least_for`; the CLI.
+//! or stopped with SIGTERM in the middle of a backfill; `lock_at_least_for`; the CLI. And the
+//! operator's ordinary day (issue 10): a date longer than the lease, a fire that meets a held
+//! lock, shutdown whatever started the run, a database blip in the middle of a date.
 //!
-//! Every test ends with the same three checks: exactly one SUCCESS per business date, no CHARGE
+//! Most tests end with the same three checks: exactly one SUCCESS per business date, no CHARGE
 //! posted twice, and fines and ledger equal to the independent day-by-day oracle of
 //! `tests/settlement/oracle.rs`.
 
@@ -22,12 +24,17 @@ mod oracle;
 mod support;
 
 mod checks;
+mod cron;
 mod process;
 mod seed;
+mod slow;
 
+mod blip;
 mod cli;
 mod crash;
+mod held_fire;
 mod in_process;
+mod long_date;
 mod pause;
 mod processes;
 mod shutdown;

@@ -58,7 +58,7 @@ async fn a_holder_paused_past_its_lease_writes_nothing_when_it_wakes() {
     let token_a = paused.fencing_token;
 
     // Paused, A renews nothing: its lease runs out. If it was stopped inside a transaction, that
-    // transaction holds the fence's share lock on the lock row, which keeps any takeover waiting;
+    // transaction holds the fence's key-share lock on the lock row, which keeps any takeover waiting;
     // the database ends such a session after the fence's idle limit, rolling it back.
     poll_until(
         "the paused holder's lease to expire",

@@ -115,6 +115,7 @@ fn collect(stream: impl AsyncRead + Unpin + Send + 'static, sink: Arc<Mutex<Stri
 /// A signal sent with `kill(1)` (`libc` is not a dependency, and `unsafe` is forbidden).
 #[derive(Debug, Clone, Copy)]
 pub enum Signal {
+    Int,
     Stop,
     Cont,
     Term,
@@ -173,6 +174,7 @@ impl Finished {
 impl Replica {
     pub fn signal(&self, signal: Signal) {
         let flag = match signal {
+            Signal::Int => "-INT",
             Signal::Stop => "-STOP",
             Signal::Cont => "-CONT",
             Signal::Term => "-TERM",

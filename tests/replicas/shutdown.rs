@@ -1,17 +1,24 @@
 //! Graceful shutdown: a `serve` process gets SIGTERM in the middle of a backfill started through
-//! the admin API.
+//! the admin API, or of a walk started by its cron.
 
 use std::time::Duration;
 
+use chrono::Days;
+use chrono_tz::Asia::Shanghai;
+use finesettle::schedule::settle_target;
 use serde_json::json;
 
 use crate::checks::{
     Execution, assert_matches_oracle, assert_settled_exactly_once, executions, lock_expired, poll_until,
 };
 use crate::common::ADMIN_TOKEN;
+use crate::cron::{once_at, whole_second_in};
 use crate::data::days;
+use crate::oracle::Model;
 use crate::process::{Finesettle, Signal, backfill};
-use crate::seed::{busy_range, fixed_loans, migrated_db, seed};
+use crate::seed::{busy_range, fixed_loans, migrated_db, recent_loans, seed};
+use crate::slow::slow_dates;
+use crate::support::{assert_matches, fines, ledger};
 
 /// Starts a backfill of the busy range on a `serve` process with `FINESETTLE_SHUTDOWN_GRACE` =
 /// `grace`, and sends it SIGTERM while a date is half done: the date's accrual is kept waiting on
@@ -147,5 +154,61 @@ async fn sigterm_past_the_grace_rolls_the_running_date_back_and_records_it_faile
     assert_eq!(
         ended.error.as_deref(),
         Some("abandoned: the run was stopped before the date finished (lease lost or shutdown)")
+    );
+}
+
+/// Issue 10 case 5: SIGTERM in the middle of a walk that a cron fire started. The process takes
+/// no new date, gives the running one the grace, then abandons it (rolled back, FAILED),
+/// releases the lock and exits 0: within the grace and the rest of the shutdown, not after the
+/// walk's remaining dates.
+#[tokio::test]
+async fn sigterm_during_a_cron_fired_walk_honours_the_grace() {
+    const GRACE_SECS: u64 = 2;
+    // Six dates of four seconds: the walk would outlast the grace by far.
+    let (database, pool) = migrated_db().await;
+    let today = finesettle::store::clock::business_today(&pool, Shanghai).await.unwrap();
+    let fire_at = whole_second_in(&pool, 8).await;
+    let target = settle_target(fire_at, Shanghai);
+    let from = target - Days::new(5);
+    let loans = seed(&pool, &recent_loans(121, today)).await;
+    slow_dates(&pool, Duration::from_secs(4)).await;
+    let mut serve = Finesettle::new(database.url(), "replica-c")
+        .env("FINESETTLE_SETTLE_CRON", once_at(fire_at))
+        .env("FINESETTLE_SETTLE_START_DATE", from.to_string())
+        .env("FINESETTLE_LOCK_AT_LEAST_FOR", "0s")
+        .env("FINESETTLE_SHUTDOWN_GRACE", format!("{GRACE_SECS}s"))
+        .spawn(&["serve"]);
+
+    let running = poll_until(
+        "the cron fire to start its first date",
+        Duration::from_secs(60),
+        async || {
+            serve.assert_running();
+            executions(&pool).await.into_iter().find(|e| e.status == "RUNNING")
+        },
+    )
+    .await;
+    assert_eq!((running.trigger.as_str(), running.business_date), ("cron", from));
+    serve.signal(Signal::Term);
+    // A generous bound: the grace, the date's statement in flight, the server's own shutdown.
+    let stopped = serve.wait(Duration::from_secs(GRACE_SECS + 10)).await;
+    stopped.assert_success();
+
+    let after = executions(&pool).await;
+    assert_eq!(after.len(), 1, "no date after the running one was started: {after:#?}");
+    assert_eq!(after[0].id, running.id);
+    assert_eq!(
+        (after[0].status.as_str(), after[0].error.as_deref()),
+        (
+            "FAILED",
+            Some("abandoned: the run was stopped before the date finished (lease lost or shutdown)")
+        )
+    );
+    assert!(lock_expired(&pool).await, "the lock was released");
+    // Rolled back: no fine, no ledger entry.
+    assert_matches(
+        &Model::after(from, &loans, &[]),
+        &fines(&pool).await,
+        &ledger(&pool).await,
     );
 }
