@@ -79,14 +79,20 @@ create trigger loan_touch before update on loan
 -- planner upserts it.
 alter table job_registration add column start_date date;
 
--- 3. The fencing token as a key column.
+-- 3. The owner and fencing tokens as key columns.
 --
 -- The fence (`src/lock/fence.rs`) locks the task's row `for key share`. PostgreSQL makes an
 -- update that changes a column of a unique index wait for that lock, and lets an update of other
--- columns through: a takeover (which bumps `fencing_token`) waits for the holder's fenced
--- transaction as before, while the holder's own lease renewal (`locked_until` only) no longer
--- does, so a date may take longer than the lease.
-create unique index task_lock_fencing_key on task_lock (task_name, fencing_token);
+-- columns through: a takeover (a new owner token and the next fencing token) waits for the
+-- holder's fenced transaction as before, while the holder's own lease renewal (`locked_until`
+-- only) no longer does, so a date may take longer than the lease.
+--
+-- The index exists for that effect; its uniqueness is already true (the owner token is fresh for
+-- every acquisition). It is on the owner token and not on `(task_name, fencing_token)`: two
+-- replicas racing to insert a task's first row both insert fencing token 1, and only conflicts on
+-- the primary key are resolved by `on conflict (task_name)`; a second unique index on the name
+-- and token would fail the loser with a duplicate key instead of answering "held".
+create unique index task_lock_key_tokens on task_lock (owner_token, fencing_token);
 
 -- 4. AUDIT alerts: `finesettle audit` found fines or ledger entries that differ from a
 -- recomputation from the loans (business_date = the first day of the audited month).

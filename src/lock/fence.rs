@@ -28,9 +28,10 @@
 //!
 //! - A stale token matches no row: the transaction is refused with [`Fenced`] before it wrote
 //!   anything, and the caller rolls it back.
-//! - A current token matches, and the row lock is held until commit. A takeover bumps
-//!   `fencing_token`, a column of the unique index `task_lock_fencing_key`: PostgreSQL treats
-//!   that as a key update, which must wait for every `for key share` lock on the row. So the
+//! - A current token matches, and the row lock is held until commit. A takeover writes a new
+//!   `owner_token` and the next `fencing_token`, columns of the unique index
+//!   `task_lock_key_tokens`: PostgreSQL treats that as a key update, which must wait for every
+//!   `for key share` lock on the row. So the
 //!   token cannot change while the transaction runs and the check stays true until the commit.
 //!   A takeover that comes in the middle waits for the commit, then every later transaction of
 //!   the old holder is refused.
@@ -91,7 +92,7 @@ pub async fn guard(tx: &mut PgConnection, task_name: &str, fencing_token: i64) -
         select 1 as "one!"
         from task_lock
         where task_name = $1 and fencing_token = $2
-        -- held until commit: a takeover (a key update: fencing_token is in a unique index)
+        -- held until commit: a takeover (a key update: the tokens are in a unique index)
         -- waits for this transaction; the holder's renewal (locked_until only) does not
         for key share
         "#,

@@ -15,6 +15,7 @@ on_each_backend!(
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     every_round_has_exactly_one_winner_per_task,
     free_running_contenders_never_share_a_section,
+    racing_first_acquisitions_of_new_tasks_answer_held_not_errors,
 );
 
 const TASKS: usize = 8;
@@ -139,5 +140,38 @@ async fn free_running_contenders_never_share_a_section(backend: Backend) {
         let task: usize = view.task_name.trim_start_matches("task-").parse().unwrap();
         assert!(entries[task] >= 1);
         assert_eq!(view.fencing_token, entries[task] as i64);
+    }
+}
+
+/// The first acquisition of a task inserts its row: contenders racing on that insert must get
+/// one winner and "held" for the rest, never a duplicate-key error from an index other than the
+/// one `on conflict` resolves (each round is a task nobody has locked yet).
+async fn racing_first_acquisitions_of_new_tasks_answer_held_not_errors(backend: Backend) {
+    const NEW_TASKS: usize = 30;
+    let fx = Fixture::new(backend).await;
+    let (lock, _store) = fx.lock_on_own_store(16).await;
+    for round in 0..NEW_TASKS {
+        let start = Arc::new(Barrier::new(CONTENDERS_PER_TASK));
+        let mut handles = Vec::new();
+        for contender in 0..CONTENDERS_PER_TASK {
+            let (lock, start) = (lock.clone(), Arc::clone(&start));
+            handles.push(tokio::spawn(async move {
+                let spec = spec(&format!("new-task-{round}"), &format!("contender-{contender}"));
+                start.wait().await;
+                lock.try_acquire(&spec).await
+            }));
+        }
+        let mut winners = 0;
+        for handle in handles {
+            match handle.await.expect("contender finished") {
+                Ok(Acquired::Won(lease)) => {
+                    assert_eq!(lease.fencing_token, 1);
+                    winners += 1;
+                }
+                Ok(Acquired::Held { .. }) => {}
+                Err(e) => panic!("round {round}: a racing first acquisition failed: {e}"),
+            }
+        }
+        assert_eq!(winners, 1, "round {round}");
     }
 }
