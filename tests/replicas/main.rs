@@ -25,6 +25,7 @@ mod checks;
 mod process;
 mod seed;
 
+mod audit_cli;
 mod cli;
 mod crash;
 mod in_process;
