@@ -4,6 +4,7 @@
 //! token, `settlement` walks the missing dates and writes through `store` with that token, and
 //! `telemetry` reports it. `domain` holds the pure rules and knows none of them.
 pub mod alerts;
+pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod domain;

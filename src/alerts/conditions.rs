@@ -6,6 +6,10 @@
 //! | `TIMEOUT` | an execution has been RUNNING longer than the job timeout |
 //! | `MISSED` | no SUCCESS for an expected business date (every date from the start date on) by its scheduled time + the grace |
 //!
+//! `AUDIT` alerts are not decided here: the audit (`crate::audit`) raises one when a month's
+//! fines or ledger differ from a recomputation, and resolves it when a re-audit finds none. The
+//! minute-by-minute evaluation never resolves them.
+//!
 //! "Expected" dates come from the start date and the schedule, not from the records, so a date
 //! nothing ever attempted is still noticed, and so is a gap behind later SUCCESSes: every date
 //! from the start date on is expected once its deadline has passed. A date's scheduled time is
@@ -28,7 +32,7 @@ use utoipa::ToSchema;
 
 use crate::schedule::{CronSchedule, settle_target};
 
-/// The three alert kinds of SPEC §3.
+/// The alert kinds: the three of SPEC §3, and the audit's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum AlertKind {
@@ -39,14 +43,26 @@ pub enum AlertKind {
     /// No SUCCESS for an expected date (every date from the start date on) by its scheduled
     /// time + `FINESETTLE_MISSED_GRACE`.
     Missed,
+    /// The audit of a month (business date = its first day) found fines or ledger entries that
+    /// differ from a recomputation from the loans.
+    Audit,
 }
 
 impl AlertKind {
+    /// Every kind, for listings (the active-alert gauge) and parsing.
+    pub const ALL: [AlertKind; 4] = [
+        AlertKind::Failed,
+        AlertKind::Timeout,
+        AlertKind::Missed,
+        AlertKind::Audit,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             AlertKind::Failed => "FAILED",
             AlertKind::Timeout => "TIMEOUT",
             AlertKind::Missed => "MISSED",
+            AlertKind::Audit => "AUDIT",
         }
     }
 }
@@ -80,7 +96,7 @@ impl FromStr for AlertKind {
     type Err = UnknownName;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [AlertKind::Failed, AlertKind::Timeout, AlertKind::Missed]
+        AlertKind::ALL
             .into_iter()
             .find(|k| k.as_str() == s)
             .ok_or_else(|| UnknownName {

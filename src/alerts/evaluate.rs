@@ -5,8 +5,9 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::PgPool;
 
+use super::Alert;
 use super::conditions::{self, Expectation, NewAlert};
-use super::{Alert, AlertEvent, Notification};
+use super::publish::Publisher;
 use crate::config::Settings;
 use crate::schedule::{CronSchedule, ScheduleError};
 use crate::store;
@@ -84,17 +85,18 @@ pub async fn evaluate_at(pool: &PgPool, rules: &AlertRules, at: DateTime<Utc>) -
     );
     candidates.extend(missed(pool, rules, at).await?);
 
+    let publisher = Publisher {
+        pool,
+        task_name: task,
+        webhook_enabled: rules.webhook_enabled,
+    };
     let mut report = EvaluationReport::default();
     for candidate in &candidates {
-        if let Some(alert) = raise(pool, rules, candidate).await? {
-            announce(&alert, AlertEvent::Raised);
+        if let Some(alert) = publisher.raise(candidate).await? {
             report.raised.push(alert);
         }
     }
-    report.resolved = resolve(pool, rules).await?;
-    for alert in &report.resolved {
-        announce(alert, AlertEvent::Resolved);
-    }
+    report.resolved = publisher.resolve_gone().await?;
     Ok(report)
 }
 
@@ -127,68 +129,4 @@ async fn missed(pool: &PgPool, rules: &AlertRules, at: DateTime<Utc>) -> anyhow:
             (expected.deadline <= at).then(|| conditions::missed(&expected, rules.missed_grace, u.attempts))
         })
         .collect())
-}
-
-/// Inserts the alert and, in the same transaction, its webhook notification. `None` when the
-/// alert exists already (raised earlier, or by another replica just now).
-async fn raise(pool: &PgPool, rules: &AlertRules, candidate: &NewAlert) -> anyhow::Result<Option<Alert>> {
-    let mut tx = pool.begin().await?;
-    let Some(row) = store::alerts::raise(&mut *tx, &rules.task_name, candidate).await? else {
-        return Ok(None);
-    };
-    let alert = Alert::try_from(row)?;
-    if rules.webhook_enabled {
-        enqueue(&mut tx, &alert, AlertEvent::Raised).await?;
-    }
-    tx.commit().await?;
-    Ok(Some(alert))
-}
-
-/// Resolves the alerts whose cause is gone, with their notifications, in one transaction.
-async fn resolve(pool: &PgPool, rules: &AlertRules) -> anyhow::Result<Vec<Alert>> {
-    let mut tx = pool.begin().await?;
-    let rows = store::alerts::resolve_gone(&mut *tx, &rules.task_name).await?;
-    let mut resolved = Vec::with_capacity(rows.len());
-    for row in rows {
-        let alert = Alert::try_from(row)?;
-        if rules.webhook_enabled {
-            enqueue(&mut tx, &alert, AlertEvent::Resolved).await?;
-        }
-        resolved.push(alert);
-    }
-    tx.commit().await?;
-    Ok(resolved)
-}
-
-async fn enqueue(tx: &mut sqlx::PgConnection, alert: &Alert, event: AlertEvent) -> anyhow::Result<()> {
-    let payload = serde_json::to_value(Notification {
-        event,
-        alert: alert.clone(),
-    })?;
-    store::alerts::enqueue_delivery(tx, alert.id, event.as_str(), &payload).await?;
-    Ok(())
-}
-
-/// The one log event per raise or resolve, emitted after the commit by the replica that won it.
-/// Dotted fields, so a log exporter (OpenTelemetry's tracing bridge) maps them to attributes.
-fn announce(alert: &Alert, event: AlertEvent) {
-    macro_rules! alert_event {
-        ($level:expr, $message:literal) => {
-            tracing::event!(
-                target: "finesettle::alerts",
-                $level,
-                alert.id = alert.id,
-                alert.kind = alert.kind.as_str(),
-                alert.task_name = %alert.task_name,
-                alert.business_date = %alert.business_date,
-                alert.detail = %alert.detail,
-                $message
-            )
-        };
-    }
-    match event {
-        // An alert is a call to act: error, per docs/LOGGING.md.
-        AlertEvent::Raised => alert_event!(tracing::Level::ERROR, "alert raised"),
-        AlertEvent::Resolved => alert_event!(tracing::Level::INFO, "alert resolved"),
-    }
 }

@@ -12,9 +12,13 @@
 //!   `alert.detail`), which a log exporter forwards like any other event;
 //! - when `FINESETTLE_ALERT_WEBHOOK` is set, queues a notification in the `alert_delivery`
 //!   outbox in the same transaction, which [`webhook::deliver_due`] POSTs until it is accepted.
+//!
+//! The audit (`crate::audit`) raises and resolves its `AUDIT` alerts through the same
+//! [`Publisher`]; the evaluation leaves those alone.
 
 pub mod conditions;
 mod evaluate;
+mod publish;
 pub mod webhook;
 mod worker;
 
@@ -24,6 +28,7 @@ use utoipa::ToSchema;
 
 pub use conditions::{AlertKind, AlertState, UnknownName};
 pub use evaluate::{AlertRules, DEFAULT_MAX_MISSED_PER_EVALUATION, EvaluationReport, evaluate_at, evaluate_once};
+pub use publish::Publisher;
 pub use webhook::{DeliveryPolicy, DeliveryReport, Webhook, deliver_due};
 pub use worker::{AlertWorkerConfig, run_alert_worker};
 
@@ -46,15 +51,18 @@ pub struct Alert {
     pub id: i64,
     pub kind: AlertKind,
     pub task_name: String,
-    /// The business date the alert is about (`YYYY-MM-DD`).
+    /// The business date the alert is about (`YYYY-MM-DD`); for AUDIT, the first day of the
+    /// audited month.
     pub business_date: NaiveDate,
     pub state: AlertState,
     pub raised_at: DateTime<Utc>,
-    /// Set when the cause went away: a SUCCESS for the date, or the run no longer RUNNING.
+    /// Set when the cause went away: a SUCCESS for the date, the run no longer RUNNING, or a
+    /// clean re-audit of the month.
     pub resolved_at: Option<DateTime<Utc>>,
-    /// What happened, for people: the execution, its error, the deadline that passed.
+    /// What happened, for people: the execution, its error, the deadline that passed, the
+    /// loans an audit found.
     pub detail: String,
-    /// The execution behind a FAILED or TIMEOUT alert (null for MISSED).
+    /// The execution behind a FAILED or TIMEOUT alert (null for MISSED and AUDIT).
     pub execution_id: Option<i64>,
 }
 

@@ -8,6 +8,7 @@ use sqlx::PgPool;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
+use super::conditions::AlertKind;
 use super::webhook::{DeliveryPolicy, Webhook};
 use super::{AlertRules, deliver_due, evaluate_once, register};
 use crate::config::Settings;
@@ -116,7 +117,7 @@ fn batch_len(policy: &DeliveryPolicy) -> usize {
 async fn report_active_alerts(pool: &PgPool) {
     match crate::store::alerts::count_active_by_kind(pool).await {
         Ok(counts) => {
-            for kind in ["FAILED", "TIMEOUT", "MISSED"] {
+            for kind in AlertKind::ALL.map(AlertKind::as_str) {
                 let active = counts.iter().find(|(k, _)| k == kind).map_or(0, |(_, n)| *n);
                 crate::telemetry::metrics::alerts_active(kind, active);
             }

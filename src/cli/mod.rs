@@ -1,5 +1,6 @@
-//! The command line: `serve | migrate | settle | backfill | seed | openapi`.
+//! The command line: `serve | migrate | settle | backfill | audit | seed | openapi`.
 
+mod audit;
 mod settle;
 
 use chrono::NaiveDate;
@@ -39,6 +40,14 @@ pub enum Command {
         #[arg(long)]
         to: NaiveDate,
     },
+    /// Recompute every fine of an ended month from the loans and compare them, with their
+    /// CHARGEs and REVERSALs, with what is stored; exits non-zero on any difference (which
+    /// raises the month's AUDIT alert).
+    Audit {
+        /// The month, YYYY-MM; its dates must all be settled.
+        #[arg(long, value_parser = audit::parse_month)]
+        month: NaiveDate,
+    },
     /// Fill an empty library with a realistic demo data set: members, books, back-dated loans.
     Seed(crate::seed::SeedOptions),
     /// Print the OpenAPI document.
@@ -60,6 +69,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Settle { date } => settle::settle_range(Settings::from_env()?, date, date).await,
         Command::Backfill { from, to } => settle::settle_range(Settings::from_env()?, from, to).await,
+        Command::Audit { month } => audit::audit_month(Settings::from_env()?, month).await,
         Command::Seed(options) => crate::seed::run(Settings::from_env()?, options).await,
         Command::Serve => {
             let mut settings = Settings::from_env()?;

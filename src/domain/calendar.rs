@@ -36,6 +36,29 @@ pub fn same_month(a: NaiveDate, b: NaiveDate) -> bool {
     a.year() == b.year() && a.month() == b.month()
 }
 
+/// A month written `YYYY-MM` (years 0001 to 9999), as its first day; `None` for anything else.
+///
+/// Strict on purpose, like the API's dates: `2026-3`, `2026-03-01` or `+2026-03` are refused
+/// rather than guessed at, so an operator's typo never audits another month.
+pub fn parse_month(text: &str) -> Option<NaiveDate> {
+    let shape_ok = text.len() == 7
+        && text
+            .bytes()
+            .enumerate()
+            .all(|(i, b)| if i == 4 { b == b'-' } else { b.is_ascii_digit() });
+    if !shape_ok {
+        return None;
+    }
+    let year: i32 = text[..4].parse().ok()?;
+    let month: u32 = text[5..].parse().ok()?;
+    NaiveDate::from_ymd_opt(year, month, 1).filter(|d| d.year() >= 1)
+}
+
+/// The `YYYY-MM` spelling of `d`'s month, the inverse of [`parse_month`].
+pub fn format_month(d: NaiveDate) -> String {
+    d.format("%Y-%m").to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,6 +102,27 @@ mod tests {
         assert!(same_month(ymd(2024, 2, 1), ymd(2024, 2, 29)));
         assert!(!same_month(ymd(2023, 2, 1), ymd(2024, 2, 1)));
         assert!(!same_month(ymd(2023, 12, 31), ymd(2024, 1, 1)));
+    }
+
+    #[test]
+    fn months_are_strictly_yyyy_mm() {
+        assert_eq!(parse_month("2026-03"), Some(ymd(2026, 3, 1)));
+        assert_eq!(parse_month("0001-12"), Some(ymd(1, 12, 1)));
+        assert_eq!(format_month(ymd(2026, 3, 31)), "2026-03");
+        for bad in [
+            "2026-3",
+            "2026-13",
+            "2026-00",
+            "0000-01",
+            "2026-03-01",
+            "+202-03",
+            "2026/03",
+            " 2026-03",
+            "",
+            "2026-0a",
+        ] {
+            assert_eq!(parse_month(bad), None, "{bad:?}");
+        }
     }
 
     proptest! {

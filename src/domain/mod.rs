@@ -10,7 +10,9 @@
 //! - [`fine`]: the monthly fine as of a date, and when it is final.
 //! - [`status`]: the fine status machine and ledger entry kinds.
 //! - [`backfill`]: which business dates an operator's run settles, and the start-date rule.
+//! - [`audit`]: a loan's month recomputed and compared with its stored fine and ledger.
 
+pub mod audit;
 pub mod backfill;
 pub mod calendar;
 pub mod fine;
@@ -21,7 +23,7 @@ pub mod status;
 mod testutil;
 
 pub use backfill::{BeforeStart, check_not_before_start, manual_dates};
-pub use calendar::{business_date, month_end, month_start, same_month};
+pub use calendar::{business_date, format_month, month_end, month_start, parse_month, same_month};
 pub use fine::{
     FineOverflow, MAX_DAILY_FINE_CENTS, MonthlyFine, accrue, final_fine, fine_for_month, is_final, try_fine_for_month,
 };

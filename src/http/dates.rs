@@ -1,20 +1,27 @@
 //! Strict wire formats for the dates and instants clients send.
 //!
 //! chrono's own deserialisers accept more than the contract promises (one-digit months, signed
-//! years, years PostgreSQL stores oddly or not at all). These accept exactly `YYYY-MM-DD` (years
-//! 0001 to 9999) and RFC 3339, and say so in their message; serde prefixes the field's name, so
-//! the 422 names the field.
+//! years, years PostgreSQL stores oddly or not at all). These accept exactly `YYYY-MM-DD` and
+//! `YYYY-MM` (years 0001 to 9999) and RFC 3339, and say so in their message; serde prefixes the
+//! field's name, so the 422 names the field.
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::{Deserialize, Deserializer};
 
 const DATE_FORMAT: &str = "must be a date as YYYY-MM-DD, such as 2026-03-01";
+const MONTH_FORMAT: &str = "must be a month as YYYY-MM, such as 2026-03";
 const INSTANT_FORMAT: &str = "must be an RFC 3339 timestamp, such as 2026-03-01T09:30:00Z";
 
 /// A `YYYY-MM-DD` date.
 pub fn date<'de, D: Deserializer<'de>>(deserializer: D) -> Result<NaiveDate, D::Error> {
     let text = String::deserialize(deserializer).map_err(|_| serde::de::Error::custom(DATE_FORMAT))?;
     parse_date(&text).ok_or_else(|| serde::de::Error::custom(DATE_FORMAT))
+}
+
+/// A `YYYY-MM` month, as its first day.
+pub fn month<'de, D: Deserializer<'de>>(deserializer: D) -> Result<NaiveDate, D::Error> {
+    let text = String::deserialize(deserializer).map_err(|_| serde::de::Error::custom(MONTH_FORMAT))?;
+    crate::domain::parse_month(&text).ok_or_else(|| serde::de::Error::custom(MONTH_FORMAT))
 }
 
 /// An optional `YYYY-MM-DD` date: absent or `null` is `None`.

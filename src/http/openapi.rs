@@ -30,7 +30,7 @@ use crate::startup::AppState;
         (name = "books", description = "Book copies"),
         (name = "loans", description = "Loans and returns"),
         (name = "fines", description = "Overdue fines"),
-        (name = "jobs", description = "The settlement job: schedule, executions, manual runs (admin)"),
+        (name = "jobs", description = "The settlement job: schedule, executions, manual runs, audits (admin)"),
         (name = "locks", description = "Job locks (admin)"),
         (name = "alerts", description = "Execution alerts"),
     )

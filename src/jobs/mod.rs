@@ -54,6 +54,8 @@ struct Inner {
     start_date: Option<NaiveDate>,
     backfill_max_days: u32,
     batch_size: i64,
+    /// The audit of the months a fire makes final (`crate::audit`).
+    audit: crate::audit::AuditConfig,
     /// Held for the whole of a fire: the job never overlaps itself within one process.
     running: Arc<Mutex<()>>,
     /// Cancelled at shutdown: no new fire, and a running walk stops after its current date.
@@ -80,6 +82,7 @@ impl SettleJob {
                 start_date: job.settle_start_date,
                 backfill_max_days: job.backfill_max_days,
                 batch_size: job.batch_size,
+                audit: crate::audit::AuditConfig::from_settings(settings),
                 running: Arc::new(Mutex::new(())),
                 shutdown: CancellationToken::new(),
                 abort: CancellationToken::new(),

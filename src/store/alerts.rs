@@ -209,7 +209,9 @@ pub async fn raise(
 }
 
 /// Resolves every active alert of `task_name` whose cause is gone: FAILED and MISSED once the
-/// date has a SUCCESS, TIMEOUT once its execution is no longer RUNNING.
+/// date has a SUCCESS, TIMEOUT once its execution is no longer RUNNING. Never AUDIT: its date
+/// (the first day of the audited month) has a SUCCESS from the start, and only a clean re-audit
+/// says the differences are gone ([`resolve_active`]).
 ///
 /// Rows another replica is resolving right now are skipped (`skip locked`): it will announce
 /// them, and two replicas never wait on each other's rows in opposite orders.
@@ -225,6 +227,8 @@ pub async fn resolve_gone(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
               and case a.kind
                   when 'TIMEOUT' then not exists (
                       select 1 from task_execution e where e.id = a.execution_id and e.status = 'RUNNING')
+                  -- resolved by a clean re-audit of its month, never here
+                  when 'AUDIT' then false
                   else exists (
                       select 1 from task_execution e
                       where e.task_name = a.task_name and e.business_date = a.business_date
@@ -243,6 +247,62 @@ pub async fn resolve_gone(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
         task_name
     )
     .fetch_all(executor)
+    .await
+}
+
+/// Resolves the active alert of `kind` for `task_name` and `business_date`, if there is one (the
+/// audit's, after a clean re-audit). `None` when none is active, or another transaction is
+/// resolving it right now (`skip locked`: that one announces it).
+pub async fn resolve_active(
+    executor: impl sqlx::PgExecutor<'_>,
+    kind: &str,
+    task_name: &str,
+    business_date: NaiveDate,
+) -> sqlx::Result<Option<AlertRow>> {
+    sqlx::query_as!(
+        AlertRow,
+        r#"
+        with active as (
+            select a.id
+            from alert a
+            where a.kind = $1 and a.task_name = $2 and a.business_date = $3 and a.state = 'ACTIVE'
+            for update skip locked
+        )
+        update alert a
+        set state = 'RESOLVED', resolved_at = now()
+        from active
+        where a.id = active.id
+        returning a.id, a.kind, a.task_name, a.business_date, a.state, a.raised_at, a.resolved_at, a.detail,
+                  a.execution_id
+        "#,
+        kind,
+        task_name,
+        business_date
+    )
+    .fetch_optional(executor)
+    .await
+}
+
+/// The alert of `kind` for `task_name` and `business_date`, whatever its state: at most one
+/// (`alert_once`).
+pub async fn find(
+    executor: impl sqlx::PgExecutor<'_>,
+    kind: &str,
+    task_name: &str,
+    business_date: NaiveDate,
+) -> sqlx::Result<Option<AlertRow>> {
+    sqlx::query_as!(
+        AlertRow,
+        r#"
+        select id, kind, task_name, business_date, state, raised_at, resolved_at, detail, execution_id
+        from alert
+        where kind = $1 and task_name = $2 and business_date = $3
+        "#,
+        kind,
+        task_name,
+        business_date
+    )
+    .fetch_optional(executor)
     .await
 }
 

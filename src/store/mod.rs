@@ -6,6 +6,7 @@
 
 pub mod alerts;
 pub mod attempts;
+pub mod audit;
 pub mod books;
 pub mod clock;
 pub mod dashboard;

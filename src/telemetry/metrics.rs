@@ -187,7 +187,7 @@ pub fn clock_skew(seconds: f64) {
     with_instruments(|i| i.clock_skew.record(seconds, &[]));
 }
 
-/// `value` alerts of `kind` (`FAILED`, `TIMEOUT`, `MISSED`) are active now.
+/// `value` alerts of `kind` (`FAILED`, `TIMEOUT`, `MISSED`, `AUDIT`) are active now.
 pub fn alerts_active(kind: &str, value: i64) {
     with_instruments(|i| i.alerts_active.record(value, &[KeyValue::new("kind", kind.to_owned())]));
 }

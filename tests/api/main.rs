@@ -3,6 +3,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod audit;
 mod books;
 mod completeness;
 mod errors;

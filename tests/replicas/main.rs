@@ -29,6 +29,7 @@ mod process;
 mod seed;
 mod slow;
 
+mod audit_cli;
 mod blip;
 mod cli;
 mod crash;

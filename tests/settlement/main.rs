@@ -11,6 +11,7 @@ mod data;
 mod oracle;
 mod support;
 
+mod audit;
 mod correctness;
 mod failures;
 mod fencing;

@@ -47,7 +47,7 @@ pub struct StateParams {
     pub state: Option<String>,
 }
 
-/// Alerts, newest first: `FAILED`, `TIMEOUT` and `MISSED`, one per kind, task and business date.
+/// Alerts, newest first: `FAILED`, `TIMEOUT`, `MISSED` and `AUDIT`, one per kind, task and business date.
 #[utoipa::path(
     get, path = "", tag = "alerts",
     params(StateParams, PageParams),

@@ -1,7 +1,8 @@
-//! `/api/v1/jobs`: the settlement job's schedule, executions, attempts, manual runs and
-//! backfills (admin).
+//! `/api/v1/jobs`: the settlement job's schedule, executions, attempts, manual runs,
+//! backfills and audits (admin).
 
 mod attempts;
+mod audit;
 mod backfill;
 mod executions;
 mod get;
@@ -32,6 +33,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(attempts::list_attempts))
         .routes(routes!(run::run_job))
         .routes(routes!(backfill::backfill_job))
+        .routes(routes!(audit::audit_month))
 }
 
 /// The one job this service runs, by name; 404 for any other name.
