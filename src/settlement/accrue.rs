@@ -22,6 +22,7 @@ use chrono::NaiveDate;
 use sqlx::PgConnection;
 use tokio_util::sync::CancellationToken;
 
+use super::batches::KeysetWalk;
 use super::{RunContext, SettleError};
 use crate::domain::month_start;
 
@@ -36,37 +37,22 @@ pub async fn accrue(
     abort: &CancellationToken,
 ) -> Result<i64, SettleError> {
     let month = month_start(date);
-    let mut after_loan = 0_i64;
-    let mut written = 0_i64;
-    loop {
-        if abort.is_cancelled() {
-            return Err(SettleError::Abandoned);
-        }
-        let batch = accrue_batch(conn, after_loan, ctx.batch_size, date, month, ctx.fencing_token).await?;
-        written += batch.written;
-        tracing::debug!(
-            job.business_date = %date,
-            job.step = "accrue",
-            job.scanned = batch.scanned,
-            job.rows = batch.written,
-            "accrue batch"
-        );
-        match batch.last_loan {
-            Some(last) if batch.scanned == ctx.batch_size => after_loan = last,
-            // A short batch is the last one.
-            _ => return Ok(written),
-        }
+    let mut walk = KeysetWalk::new("accrue", ctx.batch_size);
+    while let Some(after_loan) = walk.next(abort)? {
+        // Unnamed, so planned with this batch's values (see "Plans" in the module docs of
+        // `settlement`).
+        let batch = sqlx::query_as(ACCRUE_BATCH)
+            .bind(after_loan)
+            .bind(ctx.batch_size)
+            .bind(date)
+            .bind(month)
+            .bind(ctx.fencing_token)
+            .persistent(false)
+            .fetch_one(&mut *conn)
+            .await?;
+        walk.record(batch);
     }
-}
-
-#[derive(sqlx::FromRow)]
-struct AccrueBatch {
-    /// The highest loan id of the batch: the next batch starts after it.
-    last_loan: Option<i64>,
-    /// Candidate loans in the batch.
-    scanned: i64,
-    /// Fines inserted or moved forward.
-    written: i64,
+    Ok(walk.written())
 }
 
 /// One batch: $1 last loan id of the previous batch, $2 batch size, $3 the business date D,
@@ -103,28 +89,7 @@ const ACCRUE_BATCH: &str = r#"
           and fine_record.accrued_through < excluded.accrued_through
         returning 1
     )
-    select (select max(id) from batch) as last_loan,
+    select (select max(id) from batch) as last_id,
            (select count(*) from batch) as scanned,
            (select count(*) from upserted) as written
 "#;
-
-async fn accrue_batch(
-    conn: &mut PgConnection,
-    after_loan: i64,
-    batch_size: i64,
-    date: NaiveDate,
-    month: NaiveDate,
-    fencing_token: i64,
-) -> sqlx::Result<AccrueBatch> {
-    // Unnamed, so planned with this batch's values (see "Plans" in the module docs of
-    // `settlement`).
-    sqlx::query_as(ACCRUE_BATCH)
-        .bind(after_loan)
-        .bind(batch_size)
-        .bind(date)
-        .bind(month)
-        .bind(fencing_token)
-        .persistent(false)
-        .fetch_one(conn)
-        .await
-}

@@ -24,6 +24,7 @@ use chrono::NaiveDate;
 use sqlx::PgConnection;
 use tokio_util::sync::CancellationToken;
 
+use super::batches::KeysetWalk;
 use super::{RunContext, SettleError};
 use crate::domain::month_start;
 
@@ -38,46 +39,21 @@ pub async fn accrue_changes(
     abort: &CancellationToken,
 ) -> Result<i64, SettleError> {
     let start_month = month_start(ctx.start_date);
-    let mut after_change = 0_i64;
-    let mut written = 0_i64;
-    loop {
-        if abort.is_cancelled() {
-            return Err(SettleError::Abandoned);
-        }
-        let batch = sqlx::query_as::<_, ChangeBatch>(CHANGE_BATCH)
+    let mut walk = KeysetWalk::new("accrue_changes", ctx.batch_size);
+    while let Some(after_change) = walk.next(abort)? {
+        // unnamed, so planned with this batch's values (see "Plans" in `settlement`)
+        let batch = sqlx::query_as(CHANGE_BATCH)
             .bind(after_change)
             .bind(ctx.batch_size)
             .bind(as_of)
             .bind(start_month)
             .bind(ctx.fencing_token)
-            // unnamed, so planned with this batch's values (see "Plans" in `settlement`)
             .persistent(false)
             .fetch_one(&mut *conn)
             .await?;
-        written += batch.written;
-        tracing::debug!(
-            job.as_of = %as_of,
-            job.step = "accrue_changes",
-            job.scanned = batch.scanned,
-            job.rows = batch.written,
-            "changed loans batch"
-        );
-        match batch.last_change {
-            Some(last) if batch.scanned == ctx.batch_size => after_change = last,
-            // A short batch is the last one.
-            _ => return Ok(written),
-        }
+        walk.record(batch);
     }
-}
-
-#[derive(sqlx::FromRow)]
-struct ChangeBatch {
-    /// The highest queue id of the batch: the next batch starts after it.
-    last_change: Option<i64>,
-    /// Queue rows in the batch.
-    scanned: i64,
-    /// Fines inserted or moved forward.
-    written: i64,
+    Ok(walk.written())
 }
 
 /// One batch: $1 last queue id of the previous batch, $2 batch size, $3 the as-of date E,
@@ -126,7 +102,7 @@ const CHANGE_BATCH: &str = r#"
     taken as (
         delete from loan_change where id in (select id from batch)
     )
-    select (select max(id) from batch) as last_change,
+    select (select max(id) from batch) as last_id,
            (select count(*) from batch) as scanned,
            (select count(*) from upserted) as written
 "#;

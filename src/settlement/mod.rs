@@ -54,6 +54,7 @@
 //! re-plan their lookup for every row: it made the whole date twice as slow.
 
 pub mod accrue;
+mod batches;
 pub mod changes;
 mod date;
 pub mod plan;
