@@ -28,7 +28,12 @@ pub async fn start_date(
     configured: Option<NaiveDate>,
     first_planned: NaiveDate,
 ) -> sqlx::Result<NaiveDate> {
-    match configured {
+    if let Some(start) = configured {
+        return Ok(start);
+    }
+    // A read first: every fire of every replica plans, and only the first plan ever writes.
+    // The upsert alone would rewrite the row (and its WAL) on each of them.
+    match store::start_date::recorded(pool, task_name).await? {
         Some(start) => Ok(start),
         None => store::start_date::record_first(pool, task_name, first_planned).await,
     }
