@@ -1,14 +1,19 @@
 # finesettle: one image for every replica and for the one-shot commands (migrate, seed, settle).
 #
-#   docker build -t finesettle:local .
+#   scripts/build-image                   # the tags of .env as build arguments; or docker compose build
 #   docker run --rm -p 8080:8080 -e DATABASE_URL=postgres://... finesettle:local          # serve
 #   docker run --rm -e DATABASE_URL=postgres://... finesettle:local backfill --from .. --to ..
 #
 # Two stages: a Rust toolchain that builds the release binary, and a small Debian runtime that
 # only runs it, as an unprivileged user.
 
+# The base images are named once, in .env (compose passes them in); `scripts/local-images` builds
+# them where no registry is reachable.
+ARG RUST_IMAGE
+ARG DEBIAN_IMAGE
+
 # ---- build ----------------------------------------------------------------------------------
-FROM rust:1.95-slim-bookworm AS build
+FROM ${RUST_IMAGE} AS build
 WORKDIR /src
 
 # SQL is checked at compile time against the committed query data in .sqlx/, not against a
@@ -39,7 +44,7 @@ RUN rm -rf target/release/.fingerprint/finesettle-* target/release/deps/finesett
     && install -D -m 0755 target/release/finesettle /out/finesettle
 
 # ---- runtime --------------------------------------------------------------------------------
-FROM debian:bookworm-slim AS runtime
+FROM ${DEBIAN_IMAGE} AS runtime
 
 # ca-certificates: TLS to a managed PostgreSQL, Redis or OTLP endpoint (rustls reads the system
 # roots). curl: the health check below. tzdata is not needed: chrono-tz embeds the zone rules.
