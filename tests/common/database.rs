@@ -3,14 +3,15 @@
 use std::sync::{Arc, OnceLock};
 
 use sqlx::{Connection, PgConnection};
-use testcontainers::ContainerAsync;
-use testcontainers::runners::AsyncRunner;
+use testcontainers::{ContainerAsync, ImageExt};
 use testcontainers_modules::postgres::Postgres;
 use tokio::sync::OnceCell;
 
-/// The server tests use: `DATABASE_URL`'s server when reachable, else a container.
+use super::{containers, images};
+
+/// The server tests use: `DATABASE_URL`'s server when reachable, else the run's container.
 static SERVER: OnceCell<String> = OnceCell::const_new();
-/// Keeps the container (if any) alive for the whole test process.
+/// The run's container, if any (removed by the run's reaper, not by this process).
 static CONTAINER: OnceLock<ContainerAsync<Postgres>> = OnceLock::new();
 
 const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -24,11 +25,11 @@ async fn server_url() -> &'static str {
             if PgConnection::connect(&maintenance).await.is_ok() {
                 return maintenance;
             }
-            eprintln!("PostgreSQL at {configured} is not reachable; starting one with testcontainers");
-            let container = Postgres::default()
-                .start()
-                .await
-                .expect("start PostgreSQL with testcontainers (is Docker running?)");
+            eprintln!("PostgreSQL at {configured} is not reachable; using the test run's container");
+            // The module's own default tag is PostgreSQL 11: the migrations need 13 or newer
+            // (gen_random_uuid, drop database ... with (force)).
+            let (name, tag) = images::postgres();
+            let container = containers::shared(Postgres::default().with_name(name).with_tag(tag), "postgres").await;
             let port = container.get_host_port_ipv4(5432).await.expect("container port");
             let host = container.get_host().await.expect("container host");
             let _ = CONTAINER.set(container);

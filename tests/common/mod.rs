@@ -6,8 +6,10 @@
 //! test's `TestApp` goes out of scope.
 #![allow(dead_code)]
 
+pub mod containers;
 pub mod database;
 pub mod fixtures;
+pub mod images;
 pub mod proxy;
 pub mod redis;
 

@@ -9,14 +9,15 @@
 
 use std::time::Duration;
 
-use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerAsync, ImageExt};
 use testcontainers_modules::redis::{REDIS_PORT, Redis};
 use tokio::sync::OnceCell;
 
+use super::{containers, images};
+
 /// The server tests use, as a URL without a database number.
 static SERVER: OnceCell<String> = OnceCell::const_new();
-/// Keeps the container (if any) alive for the whole test process.
+/// The run's container, if any (removed by the run's reaper, not by this process).
 static CONTAINER: std::sync::OnceLock<ContainerAsync<Redis>> = std::sync::OnceLock::new();
 
 const DEFAULT_SERVER: &str = "redis://127.0.0.1:6379";
@@ -33,13 +34,10 @@ async fn server_url() -> &'static str {
             if answers(&server) {
                 return server;
             }
-            eprintln!("Redis at {configured} is not reachable; starting one with testcontainers");
+            eprintln!("Redis at {configured} is not reachable; using the test run's container");
             // The module's default image is Redis 5; the queue scripts need 6.2 or newer.
-            let container = Redis::default()
-                .with_tag("7.2")
-                .start()
-                .await
-                .expect("start Redis with testcontainers (is Docker running?)");
+            let (name, tag) = images::redis();
+            let container = containers::shared(Redis::default().with_name(name).with_tag(tag), "redis").await;
             let port = container.get_host_port_ipv4(REDIS_PORT).await.expect("container port");
             let host = container.get_host().await.expect("container host");
             let _ = CONTAINER.set(container);

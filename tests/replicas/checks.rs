@@ -61,6 +61,25 @@ pub async fn assert_matches_oracle(pool: &PgPool, loans: &[(i64, LoanTerms)], da
     assert_matches(&model, &fines(pool).await, &ledger(pool).await);
 }
 
+/// Every settlement row that carries `token`, with its row version (`xmin`, changed by any
+/// write, even of the same values): fines, ledger entries, executions.
+pub async fn written_with(pool: &PgPool, token: i64) -> Vec<String> {
+    sqlx::query_scalar(
+        r#"
+        select concat_ws('|', 'fine', xmin, f.*) from fine_record f where fencing_token = $1
+        union all
+        select concat_ws('|', 'entry', xmin, e.*) from ledger_entry e where fencing_token = $1
+        union all
+        select concat_ws('|', 'execution', xmin, x.*) from task_execution x where fencing_token = $1
+        order by 1
+        "#,
+    )
+    .bind(token)
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
 /// An execution as these tests read it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Execution {

@@ -5,29 +5,10 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 
-use crate::checks::{assert_settled_exactly_once, attempts, executions, lock_expired, poll_until};
+use crate::checks::{assert_settled_exactly_once, attempts, executions, lock_expired, poll_until, written_with};
 use crate::data::days;
 use crate::process::{Finesettle, Signal, backfill, stop_in_the_middle_of_a_date};
 use crate::seed::{busy_range, fixed_loans, migrated_db, seed};
-
-/// Every settlement row that carries `token`, with its row version (`xmin`, changed by any
-/// write, even of the same values): fines, ledger entries, executions.
-async fn written_with(pool: &PgPool, token: i64) -> Vec<String> {
-    sqlx::query_scalar(
-        r#"
-        select concat_ws('|', 'fine', xmin, f.*) from fine_record f where fencing_token = $1
-        union all
-        select concat_ws('|', 'entry', xmin, e.*) from ledger_entry e where fencing_token = $1
-        union all
-        select concat_ws('|', 'execution', xmin, x.*) from task_execution x where fencing_token = $1
-        order by 1
-        "#,
-    )
-    .bind(token)
-    .fetch_all(pool)
-    .await
-    .unwrap()
-}
 
 /// Sessions of this database inside a transaction that is waiting for its client.
 async fn idle_in_transaction(pool: &PgPool) -> i64 {
