@@ -29,7 +29,12 @@ async fn server_url() -> &'static str {
             // The module's own default tag is PostgreSQL 11: the migrations need 13 or newer
             // (gen_random_uuid, drop database ... with (force)).
             let (name, tag) = images::postgres();
-            let container = containers::shared(Postgres::default().with_name(name).with_tag(tag), "postgres").await;
+            // Trust, as the machine's own server: with a password, a connection the app was still
+            // opening when its test ended sits in authentication (its runtime is blocked in the
+            // database's drop), and `drop database ... with (force)` waits for it until the
+            // server's authentication_timeout, a minute later.
+            let postgres = Postgres::default().with_host_auth().with_name(name).with_tag(tag);
+            let container = containers::shared(postgres, "postgres").await;
             let port = container.get_host_port_ipv4(5432).await.expect("container port");
             let host = container.get_host().await.expect("container host");
             let _ = CONTAINER.set(container);
