@@ -79,7 +79,10 @@ mod tests {
         assert_eq!(check_not_before_start(start, start), Ok(()));
         assert_eq!(check_not_before_start(start, ymd(2026, 3, 9)), Ok(()));
         let err = check_not_before_start(start, ymd(2026, 2, 28)).unwrap_err();
-        assert_eq!(err.to_string(), "2026-02-28 is before 2026-03-01, the earliest date the job settles");
+        assert_eq!(
+            err.to_string(),
+            "2026-02-28 is before 2026-03-01, the earliest date the job settles"
+        );
     }
 
     #[test]

@@ -6,7 +6,8 @@
 /// overrides, variation selectors, fillers). A name made only of `\u{200b}` or `\u{202e}` looks
 /// empty in every list and cannot be told from another.
 pub fn has_visible_char(text: &str) -> bool {
-    text.chars().any(|c| !(c.is_whitespace() || c.is_control() || renders_as_nothing(c)))
+    text.chars()
+        .any(|c| !(c.is_whitespace() || c.is_control() || renders_as_nothing(c)))
 }
 
 /// Format characters (Unicode category Cf) and the other code points that render as blank.
@@ -43,7 +44,10 @@ pub fn is_email(email: &str) -> bool {
     let Some((local, domain)) = email.split_once('@') else {
         return false;
     };
-    let local_ok = !local.is_empty() && local.chars().all(|c| c.is_ascii_alphanumeric() || ".!#$%&'*+/=?^_`{|}~-".contains(c));
+    let local_ok = !local.is_empty()
+        && local
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".!#$%&'*+/=?^_`{|}~-".contains(c));
     let domain_ok = domain.split('.').all(|label| {
         (1..=63).contains(&label.len())
             && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
@@ -59,7 +63,15 @@ mod tests {
 
     #[test]
     fn invisible_only_text_is_not_text() {
-        for blank in ["", " ", "\u{200b}", "\u{202e}", "\u{200b}\u{202e} \u{feff}", "\u{3164}\u{2800}", "\t\n"] {
+        for blank in [
+            "",
+            " ",
+            "\u{200b}",
+            "\u{202e}",
+            "\u{200b}\u{202e} \u{feff}",
+            "\u{3164}\u{2800}",
+            "\t\n",
+        ] {
             assert!(!has_visible_char(blank), "{blank:?}");
         }
         for text in ["Ada", "\u{202e}Ada", "李", "é", "\u{200b}x", "0"] {
@@ -69,7 +81,13 @@ mod tests {
 
     #[test]
     fn e_mail_follows_the_html_rule() {
-        for good in ["ada@example.org", "a.b+c@d-e.f", "x@localhost", "o'neil@example.ie", "a@b.c"] {
+        for good in [
+            "ada@example.org",
+            "a.b+c@d-e.f",
+            "x@localhost",
+            "o'neil@example.ie",
+            "a@b.c",
+        ] {
             assert!(is_email(good), "{good}");
         }
         for bad in [

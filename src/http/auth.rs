@@ -67,7 +67,9 @@ fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
     let mut values = headers.get_all(header::AUTHORIZATION).iter();
     let value = values.next().ok_or(ApiError::Unauthorized)?;
     if values.next().is_some() {
-        return Err(ApiError::BadRequest("send one Authorization header, not several".to_owned()));
+        return Err(ApiError::BadRequest(
+            "send one Authorization header, not several".to_owned(),
+        ));
     }
     value
         .to_str()
@@ -99,7 +101,10 @@ mod tests {
             assert_eq!(bearer_token(&headers(&[value])).ok(), Some("abc"), "{value}");
         }
         for value in ["Basic abc", "Bearer", "Bearer ", "Bearerabc", "abc"] {
-            assert!(matches!(bearer_token(&headers(&[value])), Err(ApiError::Unauthorized)), "{value}");
+            assert!(
+                matches!(bearer_token(&headers(&[value])), Err(ApiError::Unauthorized)),
+                "{value}"
+            );
         }
         assert!(matches!(bearer_token(&HeaderMap::new()), Err(ApiError::Unauthorized)));
     }

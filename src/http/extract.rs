@@ -66,12 +66,16 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
         let mut unknown = Vec::new();
         let mut note_unknown = |path: serde_ignored::Path<'_>| unknown.push(path.to_string());
         let value = serde_path_to_error::deserialize(serde_ignored::Deserializer::new(pairs, &mut note_unknown))
-        .map_err(|error| {
-            let path = error.path().to_string();
-            let message = error.into_inner().to_string();
-            let text = if path == "." { message } else { format!("{path}: {message}") };
-            ApiError::BadRequest(format!("invalid query string: {text}"))
-        })?;
+            .map_err(|error| {
+                let path = error.path().to_string();
+                let message = error.into_inner().to_string();
+                let text = if path == "." {
+                    message
+                } else {
+                    format!("{path}: {message}")
+                };
+                ApiError::BadRequest(format!("invalid query string: {text}"))
+            })?;
         if !unknown.is_empty() {
             return Err(ApiError::BadRequest(format!(
                 "unknown query parameter(s): {}",
@@ -85,9 +89,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
 impl From<JsonRejection> for ApiError {
     fn from(rejection: JsonRejection) -> Self {
         match rejection {
-            JsonRejection::JsonDataError(e) if e.body_text().contains(DUPLICATE_KEY) => {
-                ApiError::BadRequest(format!("the body is not valid JSON: {}", strip_axum_prefix(&e.body_text())))
-            }
+            JsonRejection::JsonDataError(e) if e.body_text().contains(DUPLICATE_KEY) => ApiError::BadRequest(format!(
+                "the body is not valid JSON: {}",
+                strip_axum_prefix(&e.body_text())
+            )),
             JsonRejection::JsonDataError(e) => ApiError::Invalid(vec![field_error(&e.body_text())]),
             JsonRejection::JsonSyntaxError(_) => ApiError::BadRequest("the body is not valid JSON".to_owned()),
             JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType,

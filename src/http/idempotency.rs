@@ -42,7 +42,9 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
         };
         // Two keys: which one did the client mean? A proxy may read the other one.
         if values.next().is_some() {
-            return Err(ApiError::BadRequest("send one Idempotency-Key header, not several".to_owned()));
+            return Err(ApiError::BadRequest(
+                "send one Idempotency-Key header, not several".to_owned(),
+            ));
         }
         let key = value
             .to_str()
@@ -80,7 +82,11 @@ impl IdempotencyKey {
     ) -> Result<Begin, ApiError> {
         let IdempotencyKey { key, caller } = self;
         let Some(key) = key else {
-            return Ok(Begin::Proceed(Idempotent { caller, scope, key: None }));
+            return Ok(Begin::Proceed(Idempotent {
+                caller,
+                scope,
+                key: None,
+            }));
         };
         let hash = Sha256::digest(serde_json::to_vec(request).map_err(anyhow::Error::from)?);
         let key_ref = KeyRef {

@@ -75,7 +75,10 @@ pub async fn refuse_oversized_head(request: Request, next: Next) -> Response {
         return StatusCode::URI_TOO_LONG.into_response();
     }
     let headers = request.headers();
-    let bytes: usize = headers.iter().map(|(name, value)| name.as_str().len() + value.len()).sum();
+    let bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
     if headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
         return StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE.into_response();
     }

@@ -76,7 +76,11 @@ pub async fn shared<I: Image>(request: ContainerRequest<I>, kind: &str) -> Conta
     let lock_path = run_file(&format!("{kind}.lock"));
     // One process starts it while the others wait here; they then find it by its labels.
     let lock = tokio::task::spawn_blocking(move || -> std::io::Result<File> {
-        let file = OpenOptions::new().create(true).truncate(false).write(true).open(lock_path)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(lock_path)?;
         file.lock()?;
         Ok(file)
     })
@@ -137,7 +141,13 @@ pub struct Network {
 impl Network {
     pub fn create(name: &str) -> Self {
         ensure_reaper();
-        docker(&["network", "create", "--label", &format!("{RUN_LABEL}={}", run().key), name]);
+        docker(&[
+            "network",
+            "create",
+            "--label",
+            &format!("{RUN_LABEL}={}", run().key),
+            name,
+        ]);
         Network { name: name.to_owned() }
     }
 }

@@ -13,7 +13,11 @@ async fn a_holder_killed_mid_date_is_taken_over_and_its_date_settled_once() {
 
     // The others take the lock over when the lease ends, and settle every date.
     stack.assert_caught_up().await;
-    assert_eq!(holder.container.exit_code().await.unwrap(), Some(137), "killed by SIGKILL");
+    assert_eq!(
+        holder.container.exit_code().await.unwrap(),
+        Some(137),
+        "killed by SIGKILL"
+    );
 
     // The killed date stays FAILED, closed by the next holder, and was settled once by another.
     let all = executions(&stack.pool).await;

@@ -23,7 +23,11 @@ async fn after_a_postgres_restart_mid_walk_the_replicas_reconnect_and_settle_eac
 
     // SIGINT (the image's stop signal): PostgreSQL's fast shutdown, which ends every session and
     // rolls back every open transaction, then a start on the same data.
-    stack.postgres.stop_with_timeout(Some(20)).await.expect("stop PostgreSQL");
+    stack
+        .postgres
+        .stop_with_timeout(Some(20))
+        .await
+        .expect("stop PostgreSQL");
     stack.postgres.start().await.expect("start PostgreSQL again");
     stack.reconnect().await;
     let restarted = finesettle::store::clock::now(&stack.pool).await.unwrap();

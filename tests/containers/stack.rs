@@ -97,7 +97,10 @@ impl Stack {
 
     /// The replica `id`.
     pub fn replica(&self, id: &str) -> &Replica {
-        self.replicas.iter().find(|r| r.id == id).expect("a replica of the stack")
+        self.replicas
+            .iter()
+            .find(|r| r.id == id)
+            .expect("a replica of the stack")
     }
 
     /// A new connection pool after PostgreSQL restarted (its published port may have changed).
@@ -116,9 +119,7 @@ impl Stack {
                 let all = executions(&self.pool).await;
                 let running = all.iter().find(|e| e.status == "RUNNING")?;
                 let replica = self.replica(&running.instance_id);
-                let settled = all
-                    .iter()
-                    .any(|e| e.instance_id == replica.id && e.status == "SUCCESS");
+                let settled = all.iter().any(|e| e.instance_id == replica.id && e.status == "SUCCESS");
                 if !settled {
                     return None;
                 }
@@ -172,7 +173,13 @@ impl Stack {
                 .await
                 .expect("docker stop");
             let code = replica.container.exit_code().await.expect("the exit code");
-            assert_eq!(code, Some(0), "{} exited with {code:?}\n{}", replica.id, self.logs(replica).await);
+            assert_eq!(
+                code,
+                Some(0),
+                "{} exited with {code:?}\n{}",
+                replica.id,
+                self.logs(replica).await
+            );
         }
     }
 
@@ -235,8 +242,10 @@ async fn connect(postgres: &ContainerAsync<Postgres>) -> PgPool {
     let port = postgres.get_host_port_ipv4(5432).await.expect("the published port");
     let host = postgres.get_host().await.expect("the container's host");
     let url = format!("postgres://postgres:{POSTGRES_PASSWORD}@{host}:{port}/postgres");
-    poll_until("PostgreSQL to accept connections", Duration::from_secs(30), async || {
-        finesettle::store::database::connect(&url, 4).await.ok()
-    })
+    poll_until(
+        "PostgreSQL to accept connections",
+        Duration::from_secs(30),
+        async || finesettle::store::database::connect(&url, 4).await.ok(),
+    )
     .await
 }
