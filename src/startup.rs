@@ -103,9 +103,11 @@ impl Application {
             instance.id = %self.state.settings.instance_id,
             "serving"
         );
-        let server_stop = stop.clone();
-        let server =
-            axum::serve(self.listener, router).with_graceful_shutdown(async move { server_stop.cancelled().await });
+        let limits = crate::http::server::ConnectionLimits {
+            header_read_timeout: settings.header_read_timeout,
+            max_connections: settings.max_http_connections,
+        };
+        let server = crate::http::server::serve(self.listener, router, limits, stop.clone());
         let job = self.state.job.clone();
         let signal = async move {
             shutdown.await;
@@ -123,12 +125,11 @@ impl Application {
             tracing::info!("shutting down: no new requests");
             stop.cancel();
         };
-        let (served, ()) = tokio::join!(server.into_future(), signal);
+        tokio::join!(server, signal);
         for worker in workers {
             let _ = worker.await;
         }
         pool.close().await;
-        served?;
         Ok(())
     }
 }

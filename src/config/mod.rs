@@ -46,6 +46,13 @@ pub struct Settings {
     pub scheduler_enabled: bool,
     /// Upper bound on the time one HTTP request may take before it is answered 408.
     pub request_timeout: Duration,
+    /// How long a connection may take to send a request's headers (and how long a kept-alive
+    /// connection may sit idle) before it is closed: a client that trickles its headers, or
+    /// sends none, holds a connection for this long at most.
+    pub header_read_timeout: Duration,
+    /// Connections served at once; more wait in the listen backlog. Bounds the file descriptors
+    /// and memory a crowd of slow or idle clients can take.
+    pub max_http_connections: usize,
     /// On SIGTERM, how long a running settlement may take to finish its current date before it
     /// abandons it (rolled back, recorded FAILED, redone by the next fire).
     pub shutdown_grace: Duration,
@@ -137,6 +144,8 @@ impl Settings {
             alert_webhook: env.optional_string("FINESETTLE_ALERT_WEBHOOK"),
             scheduler_enabled: env.parse("FINESETTLE_SCHEDULER_ENABLED", "true", "true or false")?,
             request_timeout: env.duration("FINESETTLE_REQUEST_TIMEOUT", "30s")?,
+            header_read_timeout: env.duration("FINESETTLE_HEADER_READ_TIMEOUT", "10s")?,
+            max_http_connections: env.ranged("FINESETTLE_MAX_HTTP_CONNECTIONS", 512, 1, 100_000)?,
             shutdown_grace: env.duration("FINESETTLE_SHUTDOWN_GRACE", "30s")?,
             db_max_connections: env.ranged("FINESETTLE_DB_MAX_CONNECTIONS", 16, 2, 1000)?,
         })

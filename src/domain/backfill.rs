@@ -12,10 +12,25 @@ use chrono::NaiveDate;
 /// A date an operator asked for lies before the job's start date: months before the start month
 /// are never accrued (SPEC §1), so such a date cannot be settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("{requested} is before the job's start date {start}")]
+#[error("{requested} is before {start}, the earliest date the job settles")]
 pub struct BeforeStart {
     pub requested: NaiveDate,
     pub start: NaiveDate,
+}
+
+/// How far back the first plan ever may reach when no start date is configured: it records the
+/// start date, and every later run settles every date from there. `0001-01-01` typed by mistake
+/// would leave the job seven hundred thousand dates to settle. Ten years is any library's horizon;
+/// `FINESETTLE_SETTLE_START_DATE` reaches further on purpose.
+pub const FIRST_START_MAX_DAYS: u64 = 3660;
+
+/// Refuses a first plan ever (no start date configured or recorded) of `first_requested` when it
+/// lies more than [`FIRST_START_MAX_DAYS`] before `today`.
+pub fn check_first_start(today: NaiveDate, first_requested: NaiveDate) -> Result<(), BeforeStart> {
+    let earliest = today
+        .checked_sub_days(chrono::Days::new(FIRST_START_MAX_DAYS))
+        .unwrap_or(NaiveDate::MIN);
+    check_not_before_start(earliest, first_requested)
 }
 
 /// The first date a run may look at: `start` itself, unless the operator's first requested date
@@ -64,7 +79,20 @@ mod tests {
         assert_eq!(check_not_before_start(start, start), Ok(()));
         assert_eq!(check_not_before_start(start, ymd(2026, 3, 9)), Ok(()));
         let err = check_not_before_start(start, ymd(2026, 2, 28)).unwrap_err();
-        assert_eq!(err.to_string(), "2026-02-28 is before the job's start date 2026-03-01");
+        assert_eq!(
+            err.to_string(),
+            "2026-02-28 is before 2026-03-01, the earliest date the job settles"
+        );
+    }
+
+    #[test]
+    fn a_first_plan_reaches_back_ten_years_at_most() {
+        let today = ymd(2026, 12, 3);
+        assert_eq!(check_first_start(today, ymd(2016, 11, 25)), Ok(()));
+        assert_eq!(check_first_start(today, ymd(2026, 12, 2)), Ok(()));
+        let err = check_first_start(today, ymd(1, 1, 1)).unwrap_err();
+        assert_eq!(err.start, ymd(2016, 11, 25));
+        assert!(check_first_start(today, ymd(2016, 11, 24)).is_err());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! - [`status`]: the fine status machine and ledger entry kinds.
 //! - [`backfill`]: which business dates an operator's run settles, and the start-date rule.
 //! - [`audit`]: a loan's month recomputed and compared with its stored fine and ledger.
+//! - [`text`]: names and reasons a person wrote, e-mail addresses.
 
 pub mod audit;
 pub mod backfill;
@@ -18,11 +19,12 @@ pub mod calendar;
 pub mod fine;
 pub mod loan;
 pub mod status;
+pub mod text;
 
 #[cfg(test)]
 mod testutil;
 
-pub use backfill::{BeforeStart, check_not_before_start, manual_dates};
+pub use backfill::{BeforeStart, FIRST_START_MAX_DAYS, check_first_start, check_not_before_start, manual_dates};
 pub use calendar::{business_date, format_month, month_end, month_start, parse_month, same_month};
 pub use fine::{
     FineOverflow, MAX_DAILY_FINE_CENTS, MonthlyFine, accrue, final_fine, fine_for_month, is_final, try_fine_for_month,

@@ -1,11 +1,16 @@
-//! Cross-cutting request handling: request spans, panics, and problem bodies for the errors that
-//! axum and tower answer themselves (404 of unknown paths, 405, 408 timeouts).
+//! Cross-cutting request handling: request spans, request ids, panics, limits on the request
+//! head, and problem bodies for the errors that axum and tower answer themselves (404 of unknown
+//! paths, 405, 408 timeouts, 414 and 431 of the head limits).
+//!
+//! hyper answers some malformed requests before any of this runs, with a bare status and no body:
+//! a request line or header it cannot parse (400), a head larger than its buffer (431). The head
+//! limits here are far below hyper's, so every ordinary oversized request gets a problem body.
 
 use std::any::Any;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tracing::Span;
@@ -29,6 +34,10 @@ pub async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
         StatusCode::METHOD_NOT_ALLOWED => "this method is not allowed on this path".to_owned(),
         StatusCode::REQUEST_TIMEOUT => "the request took too long and was abandoned".to_owned(),
         StatusCode::PAYLOAD_TOO_LARGE => "request body is larger than the limit of 64 KiB".to_owned(),
+        StatusCode::URI_TOO_LONG => format!("the request target is longer than {MAX_URI_BYTES} bytes"),
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => {
+            format!("send at most {MAX_HEADERS} headers of at most {MAX_HEADER_BYTES} bytes in all")
+        }
         other => other.canonical_reason().unwrap_or("error").to_lowercase(),
     };
     let code = status
@@ -49,6 +58,60 @@ pub async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
     parts.headers.extend(problem_parts.headers);
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, problem_body)
+}
+
+/// The longest request target (path and query) served; longer is a 414.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+/// The most headers, and the most bytes of header names and values, a request may carry; more
+/// is a 431. (hyper's own limits, 100 headers and a 400 KiB buffer, stay behind these.)
+pub const MAX_HEADERS: usize = 64;
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+
+/// Refuses a request whose head is larger than any client of this API sends: 414 for a long
+/// target, 431 for too many or too large headers.
+pub async fn refuse_oversized_head(request: Request, next: Next) -> Response {
+    let target = request.uri().path_and_query().map_or(0, |p| p.as_str().len());
+    if target > MAX_URI_BYTES {
+        return StatusCode::URI_TOO_LONG.into_response();
+    }
+    let headers = request.headers();
+    let bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
+        return StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE.into_response();
+    }
+    next.run(request).await
+}
+
+/// The longest request id a client may choose.
+pub const MAX_REQUEST_ID_BYTES: usize = 64;
+
+/// Keeps the client's `x-request-id` only when it is one header of 1 to 64 characters from
+/// `A-Z a-z 0-9 . _ : -`; otherwise the id layer generates a fresh one. The id is echoed and put
+/// on every log line of the request: a client must not be able to make those lines arbitrarily
+/// long or put anything else in them.
+pub async fn drop_invalid_request_id(mut request: Request, next: Next) -> Response {
+    let headers = request.headers_mut();
+    let mut values = headers.get_all("x-request-id").iter();
+    let valid = match (values.next(), values.next()) {
+        (None, _) => true,
+        (Some(value), None) => is_valid_request_id(value),
+        (Some(_), Some(_)) => false,
+    };
+    if !valid {
+        headers.remove("x-request-id");
+    }
+    next.run(request).await
+}
+
+fn is_valid_request_id(value: &HeaderValue) -> bool {
+    let bytes = value.as_bytes();
+    (1..=MAX_REQUEST_ID_BYTES).contains(&bytes.len())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
 }
 
 /// A panic in a handler becomes a logged 500, never a dropped connection or a stack trace.
@@ -74,4 +137,21 @@ pub fn request_span(request: &Request) -> Span {
         http.path = %request.uri().path(),
         request.id = %request_id,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_short_and_plain() {
+        for good in ["a", "req-1", "4f1c2a3e-9b7d-4c1a-8e2f-0123456789ab", "trace:span.1_2"] {
+            assert!(is_valid_request_id(&HeaderValue::from_static(good)), "{good}");
+        }
+        let long = "x".repeat(MAX_REQUEST_ID_BYTES + 1);
+        for bad in ["", "a b", "a\"b", "<script>", "id\u{7f}", long.as_str()] {
+            let value = HeaderValue::from_str(bad);
+            assert!(value.is_err() || !is_valid_request_id(&value.unwrap()), "{bad:?}");
+        }
+    }
 }

@@ -11,6 +11,8 @@ mod middleware;
 pub mod openapi;
 pub mod pagination;
 pub mod response;
+pub mod server;
+mod strict_json;
 
 mod alerts;
 mod books;
@@ -25,9 +27,10 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderName, StatusCode};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
@@ -65,15 +68,34 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .fallback(middleware::not_found)
         .with_state(state)
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
-        // Outermost last: the request id is set first, so every log line of the request has it.
-        .layer(axum::middleware::from_fn(middleware::problem_for_bare_errors))
+        // Each layer wraps the ones above it: the last is the first to see a request. The
+        // timeout and the head limits answer bare statuses, which the problem layer, outside
+        // them, gives a problem+json body.
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
         ))
+        .layer(axum::middleware::from_fn(middleware::refuse_oversized_head))
+        .layer(axum::middleware::from_fn(middleware::problem_for_bare_errors))
         .layer(CatchPanicLayer::custom(middleware::panic_to_problem))
+        // On every response, a panic's included. Responses name members and their e-mails: no
+        // cache may keep them, no browser may guess another type, no page may frame them.
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("DENY"),
+        ))
         .layer(TraceLayer::new_for_http().make_span_with(middleware::request_span))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        // The request id is set before anything logs, so every log line of the request has it.
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .layer(axum::middleware::from_fn(middleware::drop_invalid_request_id))
         .layer(axum::middleware::from_fn(metrics::record))
 }

@@ -133,5 +133,11 @@ fn problem(description: &str) -> RefOr<Response> {
 
 /// `/api-docs/openapi.json` and the interactive docs at `/docs`.
 pub fn docs_routes(document: OpenApiDocument) -> Router<AppState> {
-    SwaggerUi::new("/docs").url("/api-docs/openapi.json", document).into()
+    let docs: Router<AppState> = SwaggerUi::new("/docs").url("/api-docs/openapi.json", document).into();
+    // Swagger UI runs scripts of its own, so only framing is restricted: a page that frames the
+    // docs could overlay them and trick an operator into clicking (clickjacking).
+    docs.layer(tower_http::set_header::SetResponseHeaderLayer::overriding(
+        axum::http::header::CONTENT_SECURITY_POLICY,
+        axum::http::HeaderValue::from_static("frame-ancestors 'none'"),
+    ))
 }

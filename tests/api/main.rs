@@ -6,6 +6,7 @@ mod common;
 mod audit;
 mod books;
 mod completeness;
+mod edge;
 mod errors;
 mod fines;
 mod health;

@@ -302,7 +302,7 @@ impl Drop for TestApp {
     }
 }
 
-async fn into_reply(response: reqwest::Response) -> Reply {
+pub async fn into_reply(response: reqwest::Response) -> Reply {
     let status = response.status();
     let headers = response.headers().clone();
     let content_type = headers

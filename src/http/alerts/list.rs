@@ -39,18 +39,24 @@ impl StateFilter {
     }
 }
 
+/// Filter and page of `GET /api/v1/alerts`, in one struct: the query string is read once, and a
+/// parameter none of these name is a 400.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct StateParams {
     /// `active` (the default), `resolved` or `all`.
     #[param(inline, value_type = Option<StateFilter>)]
     pub state: Option<String>,
+    /// Items per page, 1 to 500 (default 50).
+    pub limit: Option<i64>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
 }
 
 /// Alerts, newest first: `FAILED`, `TIMEOUT`, `MISSED` and `AUDIT`, one per kind, task and business date.
 #[utoipa::path(
     get, path = "", tag = "alerts",
-    params(StateParams, PageParams),
+    params(StateParams),
     responses(
         (status = 200, description = "A page of alerts, newest first", body = Page<Alert>),
         (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
@@ -60,11 +66,14 @@ pub struct StateParams {
 )]
 pub async fn list_alerts(
     State(state): State<AppState>,
-    Query(filter): Query<StateParams>,
-    Query(params): Query<PageParams>,
+    Query(params): Query<StateParams>,
 ) -> Result<Json<Page<Alert>>, ApiError> {
-    let filter = StateFilter::parse(filter.state.as_deref())?;
-    let page = params.validate()?;
+    let filter = StateFilter::parse(params.state.as_deref())?;
+    let page = PageParams {
+        limit: params.limit,
+        cursor: params.cursor,
+    }
+    .validate()?;
     let rows = store::alerts::list(&state.pool, filter.state().map(AlertState::as_str), page).await?;
     let alerts = rows
         .into_iter()

@@ -4,6 +4,7 @@ use utoipa::ToSchema;
 
 use super::Book;
 use super::isbn::normalize_isbn;
+use crate::domain::text;
 use crate::http::error::{ApiError, FieldError, Problem};
 use crate::http::extract::Json;
 use crate::http::response::Created;
@@ -30,6 +31,8 @@ impl NewBook {
         } else if title.chars().any(char::is_control) {
             // PostgreSQL refuses NUL in text, and no title needs a control character.
             errors.push(FieldError::new("title", "must not contain control characters"));
+        } else if !text::has_visible_char(title) {
+            errors.push(FieldError::new("title", "must contain a visible character"));
         }
         let isbn = match self.isbn.as_deref() {
             None => None,

@@ -27,6 +27,7 @@ pub struct FineListParams {
     #[param(schema_with = fine_status_schema)]
     pub status: Option<String>,
     /// Only fines for this month: its first day, `YYYY-MM-01`.
+    #[serde(default, deserialize_with = "crate::http::dates::optional_date")]
     pub settle_month: Option<NaiveDate>,
     /// Items per page, 1 to 500 (default 50).
     pub limit: Option<i64>,

@@ -3,7 +3,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::Fine;
-use crate::domain::FineStatus;
+use crate::domain::{FineStatus, text};
 use crate::http::error::{ApiError, Problem, ResultExt};
 use crate::http::extract::{Json, Path};
 use crate::startup::AppState;
@@ -12,8 +12,8 @@ use crate::store;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VoidFine {
-    /// Why the fine is cancelled, 1 to 500 characters (kept on the fine); line breaks and tabs
-    /// are the only control characters allowed.
+    /// Why the fine is cancelled, 1 to 500 characters (kept on the fine), at least one visible;
+    /// line breaks and tabs are the only control characters allowed.
     #[schema(min_length = 1, max_length = 500, example = "book was lost in the post")]
     pub reason: String,
 }
@@ -34,6 +34,9 @@ impl VoidFine {
                 "reason",
                 "must not contain control characters other than line breaks and tabs",
             ));
+        }
+        if !text::has_visible_char(reason) {
+            return Err(ApiError::invalid("reason", "must contain a visible character"));
         }
         Ok(reason)
     }

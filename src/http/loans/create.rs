@@ -107,7 +107,9 @@ pub async fn create_loan(
         })
         .on_constraint("loan_book_id_fkey", || ApiError::invalid("book_id", "no such book"))?;
     let loan = Loan::new(row, today);
-    pending.complete(&mut tx, StatusCode::CREATED, &loan).await?;
+    pending
+        .complete(&mut tx, StatusCode::CREATED, Some(&loan.location()), &loan)
+        .await?;
     tx.commit().await?;
     tracing::info!(
         loan.id = loan.id,

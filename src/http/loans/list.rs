@@ -10,6 +10,9 @@ use crate::startup::AppState;
 use crate::store;
 use crate::store::loans::LoanFilter;
 
+/// Filters and page of `GET /api/v1/loans`, in one struct: the query string is read once, and a
+/// parameter none of these name is a 400. (The page fields are repeated rather than flattened
+/// from [`PageParams`], as in `fines/list.rs`.)
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LoanListParams {
@@ -17,12 +20,16 @@ pub struct LoanListParams {
     pub member_id: Option<i64>,
     /// Only loans with this status today: `open` (not yet due), `overdue`, or `returned`.
     pub status: Option<LoanStatus>,
+    /// Items per page, 1 to 500 (default 50).
+    pub limit: Option<i64>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
 }
 
 /// Loans in the order they were made, optionally by member and status.
 #[utoipa::path(
     get, path = "", tag = "loans",
-    params(LoanListParams, PageParams),
+    params(LoanListParams),
     responses(
         (status = 200, description = "A page of loans", body = Page<Loan>),
         (status = 400, description = "Malformed query, such as an unknown status", body = Problem,
@@ -34,9 +41,12 @@ pub struct LoanListParams {
 pub async fn list_loans(
     State(state): State<AppState>,
     Query(params): Query<LoanListParams>,
-    Query(page): Query<PageParams>,
 ) -> Result<Json<Page<Loan>>, ApiError> {
-    let page = page.validate()?;
+    let page = PageParams {
+        limit: params.limit,
+        cursor: params.cursor,
+    }
+    .validate()?;
     let today = store::clock::business_today(&state.pool, state.settings.business_tz).await?;
     let filter = LoanFilter {
         member_id: params.member_id,

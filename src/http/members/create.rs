@@ -3,6 +3,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::Member;
+use crate::domain::text;
 use crate::http::error::{ApiError, FieldError, Problem, ResultExt};
 use crate::http::extract::Json;
 use crate::http::response::Created;
@@ -12,10 +13,12 @@ use crate::store;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewMember {
-    /// 1 to 200 characters (surrounding spaces are trimmed), no control characters.
+    /// 1 to 200 characters (surrounding spaces are trimmed), no control characters, at least one
+    /// visible.
     #[schema(min_length = 1, max_length = 200, example = "Ada Lovelace")]
     pub name: String,
-    /// An e-mail address, unique among members (case-insensitive).
+    /// An e-mail address by the HTML `input type=email` rule, unique among members
+    /// (case-insensitive).
     #[schema(format = Email, max_length = 254, example = "ada@example.org")]
     pub email: String,
 }
@@ -29,14 +32,11 @@ impl NewMember {
         } else if name.chars().any(char::is_control) {
             // PostgreSQL refuses NUL in text, and no name needs a control character.
             errors.push(FieldError::new("name", "must not contain control characters"));
+        } else if !text::has_visible_char(name) {
+            errors.push(FieldError::new("name", "must contain a visible character"));
         }
         let email = self.email.trim();
-        let well_formed = email.len() <= 254
-            && email
-                .split_once('@')
-                .is_some_and(|(local, domain)| !local.is_empty() && !domain.is_empty() && !domain.contains('@'))
-            && !email.chars().any(|c| c.is_whitespace() || c.is_control());
-        if !well_formed {
+        if !text::is_email(email) {
             errors.push(FieldError::new(
                 "email",
                 "must be an e-mail address such as ada@example.org",

@@ -92,7 +92,7 @@ pub async fn create_payment(
         entry: entry.into(),
         balance_cents,
     };
-    keyed.complete(&mut tx, StatusCode::CREATED, &payment).await?;
+    keyed.complete(&mut tx, StatusCode::CREATED, None, &payment).await?;
     tx.commit().await?;
     tracing::info!(
         member.id = member_id,

@@ -1,0 +1,72 @@
+//! Case 1: dates in a query string are read as strictly as in a body, and no date is a 5xx.
+//! Case 9 (last part): a job date centuries back is refused, not recorded SUCCESS.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::common::{ADMIN_TOKEN, READER_TOKEN, spawn_app};
+
+#[tokio::test]
+async fn query_dates_are_yyyy_mm_dd_within_what_the_database_stores() {
+    let app = spawn_app().await;
+    for bad in [
+        "-5000-01-01",
+        "0000-01-01",
+        "+262142-01-01",
+        "2026-1-01",
+        "2026-02-30",
+        "10000-01-01",
+    ] {
+        let path = format!("/api/v1/fines?settle_month={}", urlencoding(bad));
+        let reply = app.request(Method::GET, &path, Some(READER_TOKEN), None).await;
+        let problem = reply.problem(400);
+        assert!(
+            problem["detail"].as_str().unwrap().contains("settle_month"),
+            "{bad}: {problem}"
+        );
+    }
+    app.request(
+        Method::GET,
+        "/api/v1/fines?settle_month=2026-03-01",
+        Some(READER_TOKEN),
+        None,
+    )
+    .await
+    .ok(200);
+}
+
+#[tokio::test]
+async fn a_run_of_a_date_centuries_back_is_refused_and_records_nothing() {
+    let app = spawn_app().await;
+    let before = app.row_counts().await;
+    let reply = app
+        .request(
+            Method::POST,
+            "/api/v1/jobs/settle-fines/runs",
+            Some(ADMIN_TOKEN),
+            Some(json!({ "business_date": "0001-01-01" })),
+        )
+        .await;
+    assert_eq!(reply.invalid_fields(), ["business_date"], "{}", reply.body);
+    assert_eq!(app.row_counts().await, before);
+    let start = finesettle::store::start_date::recorded(&app.pool, "settle-fines")
+        .await
+        .unwrap();
+    assert_eq!(start, None, "the refused run recorded no start date");
+
+    // Within ten years, the first run is the job's start, as before.
+    let recent = app.today().await - chrono::Days::new(30);
+    app.request(
+        Method::POST,
+        "/api/v1/jobs/settle-fines/runs",
+        Some(ADMIN_TOKEN),
+        Some(json!({ "business_date": recent })),
+    )
+    .await
+    .ok(202);
+}
+
+/// `+` must be sent as `%2B` to mean a plus sign in a query string.
+fn urlencoding(text: &str) -> String {
+    text.replace('+', "%2B")
+}
