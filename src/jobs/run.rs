@@ -125,6 +125,9 @@ pub(super) async fn start(
             tracing::info!(job.task_name = %inner.spec.task_name, lock.holder = %holder, "lock held by another replica; nothing to do here");
             return Err(Refused::Held { holder, locked_until });
         }
+        // Whatever kept the store from answering (Redis, the database, a timeout, a corrupt value,
+        // the configuration), the fire did not learn whether it may run: refused as unavailable,
+        // with the cause's message as the attempt's detail.
         Err(error) => {
             let detail = error.to_string();
             attempt(AttemptOutcome::Unavailable)

@@ -16,12 +16,15 @@
 //! - `at_least_for` keeps the lock for at least that long after it was taken, even when the run
 //!   ended at once, so a replica whose clock or trigger is a little late does not run it again.
 //!
-//! - [`postgres`]: the `task_lock` backend (the default).
+//! - [`postgres`]: the `task_lock` backend (the default), and the statements by which the Redis
+//!   backend publishes its fencing token to `task_lock`.
 //! - [`redis`]: the Redis backend (`FINESETTLE_LOCK_BACKEND=redis`), publishing its fencing token
 //!   to `task_lock` so that the fence below holds for it too.
+//! - [`LockError`]: why a store could not answer, with its cause.
 //! - [`lease`]: renewal in the background, and the signal that the lease was lost.
 //! - [`fence`]: the token check every settlement transaction starts with.
 
+mod error;
 pub mod fence;
 pub mod lease;
 pub mod postgres;
@@ -35,6 +38,7 @@ use uuid::Uuid;
 use crate::config::{LockBackend, Settings};
 
 pub use self::redis::RedisLock;
+pub use error::LockError;
 pub use fence::{FenceError, Fenced, guard};
 pub use lease::LeaseKeeper;
 pub use postgres::PgLock;
@@ -76,18 +80,6 @@ pub enum Acquired {
     },
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum LockError {
-    #[error("lock store unavailable: {0}")]
-    Unavailable(String),
-}
-
-impl From<sqlx::Error> for LockError {
-    fn from(e: sqlx::Error) -> Self {
-        LockError::Unavailable(e.to_string())
-    }
-}
-
 /// A task's lock for the admin API (SPEC §6 "lock"), as of the lock store's clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockView {
@@ -126,11 +118,11 @@ impl JobLock {
         pool: sqlx::PgPool,
         redis: Option<deadpool_redis::Pool>,
         settings: &Settings,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self, LockError> {
         match (settings.job.lock_backend, redis) {
             (LockBackend::Postgres, _) => Ok(JobLock::postgres(pool)),
             (LockBackend::Redis, Some(redis)) => Ok(JobLock::redis(redis, pool)),
-            (LockBackend::Redis, None) => anyhow::bail!("FINESETTLE_LOCK_BACKEND=redis needs REDIS_URL"),
+            (LockBackend::Redis, None) => Err(LockError::RedisNotConfigured),
         }
     }
 

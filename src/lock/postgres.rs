@@ -9,9 +9,13 @@
 //! `locked_until < now()`, bumping `fencing_token`. Two replicas racing on it are serialised by
 //! the row (or the primary key while the row is being inserted): the second one re-checks the
 //! condition against the first one's committed row and finds it held.
+//!
+//! The Redis backend's statements live here too ([`TokenRecord`]): it holds its lease in Redis but
+//! publishes its fencing token to the same `task_lock` row, which the fence checks.
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use sqlx::postgres::types::PgInterval;
 use sqlx::{AssertSqlSafe, PgPool};
 use uuid::Uuid;
@@ -170,9 +174,133 @@ impl PgLock {
     }
 }
 
-/// The holder recorded in the `task_lock` row of `task_name`, as [`Acquired::Held`]. Shared with
-/// the Redis backend, whose published row is the one a winner that could not publish defers to.
-pub(super) async fn holder(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> Result<Acquired, LockError> {
+/// The Redis backend's record in `task_lock`: the fencing token it publishes, which the fence
+/// checks, and the end of each released lease, for the admin view. The lease itself lives in
+/// Redis ([`super::redis`] explains why the token must be published here). Cheap to clone.
+#[derive(Debug, Clone)]
+pub(super) struct TokenRecord {
+    pool: PgPool,
+    /// `begin` plus the publish's row wait and idle limit, sent in one round trip.
+    begin_publish: String,
+}
+
+/// A `task_lock` row as the Redis backend published it; the live holder is in Redis.
+pub(super) struct PublishedRow {
+    pub task_name: String,
+    pub locked_by: String,
+    pub locked_at: DateTime<Utc>,
+    pub locked_until: DateTime<Utc>,
+    pub fencing_token: i64,
+}
+
+impl TokenRecord {
+    /// The record in `pool`, waiting at most `row_wait` for a busy row when publishing.
+    pub(super) fn new(pool: PgPool, row_wait: Duration) -> Self {
+        TokenRecord {
+            pool,
+            begin_publish: begin_with_row_wait(row_wait),
+        }
+    }
+
+    /// The same record, waiting at most `row_wait` for a busy row instead.
+    pub(super) fn with_row_wait(self, row_wait: Duration) -> Self {
+        TokenRecord::new(self.pool, row_wait)
+    }
+
+    /// The token last published for `task_name`, 0 when none was.
+    pub(super) async fn published_token(&self, task_name: &str) -> Result<i64, LockError> {
+        let token = sqlx::query_scalar!("select fencing_token from task_lock where task_name = $1", task_name)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(token.unwrap_or(0))
+    }
+
+    /// Makes `lease.fencing_token` the task's current token, unless a newer one is there already:
+    /// `Ok(false)` then, and nothing changed. [`LockError::RowBusy`] when the row stayed locked
+    /// past the row wait.
+    pub(super) async fn publish(&self, lease: &Lease) -> Result<bool, LockError> {
+        let mut tx = self.pool.begin_with(AssertSqlSafe(self.begin_publish.clone())).await?;
+        let published = sqlx::query_scalar!(
+            r#"
+            insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token, fencing_token)
+            values ($1, $2, $3, $4, $5, $6)
+            on conflict (task_name) do update
+                set locked_until = excluded.locked_until,
+                    locked_at = excluded.locked_at,
+                    locked_by = excluded.locked_by,
+                    owner_token = excluded.owner_token,
+                    fencing_token = excluded.fencing_token
+                -- only a newer token: a winner publishing late, after a later winner, changes
+                -- nothing. The update waits for fenced transactions of the previous holder.
+                where task_lock.fencing_token < excluded.fencing_token
+            returning fencing_token
+            "#,
+            lease.task_name,
+            lease.locked_until,
+            lease.locked_at,
+            lease.locked_by,
+            lease.owner_token,
+            lease.fencing_token
+        )
+        .fetch_optional(&mut *tx)
+        .await;
+        match published {
+            Ok(published) => {
+                tx.commit().await?;
+                Ok(published.is_some())
+            }
+            Err(e) if is_lock_timeout(&e) => {
+                tx.rollback().await?;
+                Err(LockError::RowBusy {
+                    task_name: lease.task_name.clone(),
+                    source: e,
+                })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Shortens the published row to the release's end, if the row is still this acquisition's.
+    pub(super) async fn record_end(&self, lease: &Lease, ends: DateTime<Utc>) -> Result<(), LockError> {
+        sqlx::query!(
+            r#"
+            update task_lock
+            set locked_until = least(locked_until, $4)
+            where task_name = $1 and owner_token = $2 and fencing_token = $3
+            "#,
+            lease.task_name,
+            lease.owner_token,
+            lease.fencing_token,
+            ends
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Every task that was ever locked, by task name.
+    pub(super) async fn rows(&self) -> Result<Vec<PublishedRow>, LockError> {
+        let rows = sqlx::query_as!(
+            PublishedRow,
+            r#"
+            select task_name, locked_by, locked_at, locked_until, fencing_token
+            from task_lock
+            order by task_name
+            "#
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows)
+    }
+
+    /// The holder of the published row, which a winner that could not publish defers to.
+    pub(super) async fn holder(&self, task_name: &str) -> Result<Acquired, LockError> {
+        holder(&self.pool, task_name).await
+    }
+}
+
+/// The holder recorded in the `task_lock` row of `task_name`, as [`Acquired::Held`].
+async fn holder(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> Result<Acquired, LockError> {
     let row = sqlx::query!(
         "select locked_by, locked_until from task_lock where task_name = $1",
         task_name
@@ -180,10 +308,8 @@ pub(super) async fn holder(executor: impl sqlx::PgExecutor<'_>, task_name: &str)
     .fetch_optional(executor)
     .await?;
     // Rows are never deleted by the service; only someone editing the table by hand gets here.
-    let row = row.ok_or_else(|| {
-        LockError::Unavailable(format!(
-            "the lock row of {task_name} disappeared while reading its holder"
-        ))
+    let row = row.ok_or_else(|| LockError::RowVanished {
+        task_name: task_name.to_owned(),
     })?;
     Ok(Acquired::Held {
         holder: row.locked_by,
@@ -193,8 +319,8 @@ pub(super) async fn holder(executor: impl sqlx::PgExecutor<'_>, task_name: &str)
 
 /// `begin`, then this transaction's row-lock wait and idle limit (integers are milliseconds).
 ///
-/// Shared with the Redis backend, whose publish takes the same `task_lock` row the same way.
-pub(super) fn begin_with_row_wait(row_wait: Duration) -> String {
+/// Shared with [`TokenRecord::publish`], which takes the same `task_lock` row the same way.
+fn begin_with_row_wait(row_wait: Duration) -> String {
     format!(
         "begin; set local lock_timeout = {}; set local idle_in_transaction_session_timeout = {}",
         millis_at_least_one(row_wait),
@@ -218,7 +344,7 @@ fn interval(d: Duration) -> PgInterval {
 }
 
 /// Whether `e` is the row-lock wait of [`begin_with_row_wait`] running out.
-pub(super) fn is_lock_timeout(e: &sqlx::Error) -> bool {
+fn is_lock_timeout(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .and_then(|d| d.code())
         .is_some_and(|code| code == LOCK_NOT_AVAILABLE)

@@ -54,10 +54,14 @@
 //! # Failures
 //!
 //! Every Redis call runs within [`OP_TIMEOUT`] on the pool of [`crate::store::redis::pool`]
-//! (which bounds waiting for, creating and recycling connections); an unreachable or hanging Redis
-//! is [`LockError::Unavailable`], which the job logs, counts and treats as "not acquired". An
-//! acquisition that times out may still have won in Redis: its key then simply expires, as a
-//! crashed holder's would, and its token was never published.
+//! (which bounds waiting for, creating and recycling connections); an unreachable Redis is
+//! [`LockError::RedisConnection`] or [`LockError::Redis`], a hanging one [`LockError::Timeout`],
+//! a key this service did not write [`LockError::Corrupt`]. The job logs, counts and treats each
+//! as "not acquired". An acquisition that times out may still have won in Redis: its key then
+//! simply expires, as a crashed holder's would, and its token was never published.
+//!
+//! The PostgreSQL side (publishing, recording a release's end, reading the rows) is
+//! [`super::postgres::TokenRecord`]: this file talks to Redis only.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -65,10 +69,11 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use deadpool_redis::{Connection, Pool};
 use redis::Script;
-use sqlx::{AssertSqlSafe, PgPool};
+use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::{Acquired, Lease, LockError, LockSpec, LockView, postgres};
+use super::postgres::TokenRecord;
+use super::{Acquired, Lease, LockError, LockSpec, LockView};
 
 /// The key prefix the service uses. Tests pick their own to stay apart.
 pub const DEFAULT_PREFIX: &str = "finesettle:lock";
@@ -164,10 +169,8 @@ static PEEK_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(PEEK));
 pub struct RedisLock {
     redis: Pool,
     /// Where the fencing token is published and checked.
-    pool: PgPool,
+    record: TokenRecord,
     prefix: String,
-    /// `begin` plus the publish's row wait and idle limit, sent in one round trip.
-    begin_publish: String,
 }
 
 impl std::fmt::Debug for RedisLock {
@@ -183,9 +186,8 @@ impl RedisLock {
     pub fn new(redis: Pool, pool: PgPool) -> Self {
         RedisLock {
             redis,
-            pool,
+            record: TokenRecord::new(pool, DEFAULT_ROW_WAIT),
             prefix: DEFAULT_PREFIX.to_owned(),
-            begin_publish: postgres::begin_with_row_wait(DEFAULT_ROW_WAIT),
         }
     }
 
@@ -197,7 +199,7 @@ impl RedisLock {
 
     /// The same lock, waiting at most `wait` for a busy `task_lock` row when publishing.
     pub fn with_row_wait(mut self, wait: Duration) -> Self {
-        self.begin_publish = postgres::begin_with_row_wait(wait);
+        self.record = self.record.with_row_wait(wait);
         self
     }
 
@@ -215,7 +217,7 @@ impl RedisLock {
     /// or a newer token already published: [`Acquired::Held`].
     pub async fn try_acquire(&self, spec: &LockSpec) -> Result<Acquired, LockError> {
         let ttl = lease_millis(spec.at_most_for)?;
-        let floor = self.published_token(&spec.task_name).await?;
+        let floor = self.record.published_token(&spec.task_name).await?;
         let owner = Uuid::new_v4();
         let mut invocation = ACQUIRE_SCRIPT.prepare_invoke();
         invocation
@@ -236,7 +238,7 @@ impl RedisLock {
             });
         }
         let lease = holding.into_lease(&spec.task_name, locked_until)?;
-        match self.publish_row(&lease).await {
+        match self.record.publish(&lease).await {
             Ok(true) => {
                 tracing::debug!(
                     task.name = %lease.task_name,
@@ -253,16 +255,16 @@ impl RedisLock {
                     "a newer fencing token is already published; giving the Redis lock back"
                 );
                 self.give_back(&lease).await;
-                postgres::holder(&self.pool, &lease.task_name).await
+                self.record.holder(&lease.task_name).await
             }
-            Err(PublishError::RowBusy) => {
+            Err(LockError::RowBusy { .. }) => {
                 tracing::warn!(task.name = %lease.task_name, "lock row busy; giving the Redis lock back");
                 self.give_back(&lease).await;
-                postgres::holder(&self.pool, &lease.task_name).await
+                self.record.holder(&lease.task_name).await
             }
-            Err(PublishError::Db(e)) => {
+            Err(e) => {
                 self.give_back(&lease).await;
-                Err(e.into())
+                Err(e)
             }
         }
     }
@@ -270,15 +272,9 @@ impl RedisLock {
     /// Makes `lease.fencing_token` the task's current token in `task_lock`, unless a newer one is
     /// there already: `Ok(false)` then, and nothing changed. [`RedisLock::try_acquire`] calls it
     /// right after winning; calling it again later (a winner resuming after a pause) is harmless.
+    /// [`LockError::RowBusy`] when the row stayed locked past the row wait.
     pub async fn publish(&self, lease: &Lease) -> Result<bool, LockError> {
-        match self.publish_row(lease).await {
-            Ok(published) => Ok(published),
-            Err(PublishError::RowBusy) => Err(LockError::Unavailable(format!(
-                "the lock row of {} stayed busy",
-                lease.task_name
-            ))),
-            Err(PublishError::Db(e)) => Err(e.into()),
-        }
+        self.record.publish(lease).await
     }
 
     /// Compare-and-extend in Redis: the key's expiry becomes the Redis clock's now + `at_most_for`
@@ -314,7 +310,7 @@ impl RedisLock {
             .arg(at_least);
         let ends: Option<i64> = self.run(async |conn| invocation.invoke_async(conn).await).await?;
         let Some(ends) = ends else { return Ok(false) };
-        if let Err(error) = self.record_end(lease, from_millis(ends)?).await {
+        if let Err(error) = self.record.record_end(lease, from_millis(ends)?).await {
             tracing::warn!(
                 task.name = %lease.task_name,
                 fencing_token = lease.fencing_token,
@@ -328,15 +324,7 @@ impl RedisLock {
     /// Every task that was ever locked (the `task_lock` rows), with the live holder and expiry
     /// from Redis where the key is present.
     pub async fn list(&self) -> Result<Vec<LockView>, LockError> {
-        let rows = sqlx::query!(
-            r#"
-            select task_name, locked_by, locked_at, locked_until, fencing_token
-            from task_lock
-            order by task_name
-            "#
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = self.record.rows().await?;
         if rows.is_empty() {
             return Ok(Vec::new());
         }
@@ -376,53 +364,6 @@ impl RedisLock {
             .collect()
     }
 
-    /// The token last published for `task_name`, 0 when none was.
-    async fn published_token(&self, task_name: &str) -> Result<i64, LockError> {
-        let token = sqlx::query_scalar!("select fencing_token from task_lock where task_name = $1", task_name)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(token.unwrap_or(0))
-    }
-
-    async fn publish_row(&self, lease: &Lease) -> Result<bool, PublishError> {
-        let mut tx = self.pool.begin_with(AssertSqlSafe(self.begin_publish.clone())).await?;
-        let published = sqlx::query_scalar!(
-            r#"
-            insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token, fencing_token)
-            values ($1, $2, $3, $4, $5, $6)
-            on conflict (task_name) do update
-                set locked_until = excluded.locked_until,
-                    locked_at = excluded.locked_at,
-                    locked_by = excluded.locked_by,
-                    owner_token = excluded.owner_token,
-                    fencing_token = excluded.fencing_token
-                -- only a newer token: a winner publishing late, after a later winner, changes
-                -- nothing. The update waits for fenced transactions of the previous holder.
-                where task_lock.fencing_token < excluded.fencing_token
-            returning fencing_token
-            "#,
-            lease.task_name,
-            lease.locked_until,
-            lease.locked_at,
-            lease.locked_by,
-            lease.owner_token,
-            lease.fencing_token
-        )
-        .fetch_optional(&mut *tx)
-        .await;
-        match published {
-            Ok(published) => {
-                tx.commit().await?;
-                Ok(published.is_some())
-            }
-            Err(e) if postgres::is_lock_timeout(&e) => {
-                tx.rollback().await?;
-                Err(PublishError::RowBusy)
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
     /// Deletes the key if it still holds `lease`, so that the next attempt need not wait for a
     /// lease whose token was never published. A failure only delays the next holder to the TTL.
     async fn give_back(&self, lease: &Lease) {
@@ -431,53 +372,15 @@ impl RedisLock {
         }
     }
 
-    /// Shortens the published row to the release's end, if the row is still this acquisition's.
-    async fn record_end(&self, lease: &Lease, ends: DateTime<Utc>) -> sqlx::Result<()> {
-        sqlx::query!(
-            r#"
-            update task_lock
-            set locked_until = least(locked_until, $4)
-            where task_name = $1 and owner_token = $2 and fencing_token = $3
-            "#,
-            lease.task_name,
-            lease.owner_token,
-            lease.fencing_token,
-            ends
-        )
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
     /// Runs one Redis operation on a pooled connection within [`OP_TIMEOUT`].
     async fn run<T>(&self, op: impl AsyncFnOnce(&mut Connection) -> redis::RedisResult<T>) -> Result<T, LockError> {
         let attempt = async {
-            let mut conn = self
-                .redis
-                .get()
-                .await
-                .map_err(|e| LockError::Unavailable(format!("redis: {e}")))?;
-            op(&mut conn)
-                .await
-                .map_err(|e| LockError::Unavailable(format!("redis: {e}")))
+            let mut conn = self.redis.get().await?;
+            Ok(op(&mut conn).await?)
         };
-        tokio::time::timeout(OP_TIMEOUT, attempt).await.unwrap_or_else(|_| {
-            Err(LockError::Unavailable(format!(
-                "redis: no answer within {OP_TIMEOUT:?}"
-            )))
-        })
-    }
-}
-
-enum PublishError {
-    /// The row stayed locked past the row wait.
-    RowBusy,
-    Db(sqlx::Error),
-}
-
-impl From<sqlx::Error> for PublishError {
-    fn from(e: sqlx::Error) -> Self {
-        PublishError::Db(e)
+        tokio::time::timeout(OP_TIMEOUT, attempt)
+            .await
+            .unwrap_or(Err(LockError::Timeout { after: OP_TIMEOUT }))
     }
 }
 
@@ -503,14 +406,27 @@ impl Holding {
         )
     }
 
+    /// Reads a value back; [`LockError::Corrupt`], naming the first part that is wrong, when this
+    /// service did not write it.
     fn parse(value: &str) -> Result<Self, LockError> {
-        let malformed = || LockError::Unavailable(format!("the Redis lock key holds a foreign value: {value:?}"));
+        let corrupt = |reason| LockError::Corrupt {
+            value: value.to_owned(),
+            reason,
+        };
         let mut parts = value.splitn(4, ':');
-        let mut next = || parts.next().ok_or_else(malformed);
+        let mut next = || {
+            parts
+                .next()
+                .ok_or_else(|| corrupt("fewer than four ':'-separated parts"))
+        };
         Ok(Holding {
-            owner_token: next()?.parse().map_err(|_| malformed())?,
-            fencing_token: next()?.parse().map_err(|_| malformed())?,
-            locked_at_ms: next()?.parse().map_err(|_| malformed())?,
+            owner_token: next()?.parse().map_err(|_| corrupt("the owner token is not a UUID"))?,
+            fencing_token: next()?
+                .parse()
+                .map_err(|_| corrupt("the fencing token is not an integer"))?,
+            locked_at_ms: next()?
+                .parse()
+                .map_err(|_| corrupt("locked_at is not an integer of milliseconds"))?,
             holder: next()?.to_owned(),
         })
     }
@@ -539,9 +455,10 @@ fn fencing_key(prefix: &str, task_name: &str) -> String {
 /// A lease length in whole milliseconds, at least 1 (Redis refuses `PX 0`), at most [`MAX_LEASE`].
 fn lease_millis(d: Duration) -> Result<i64, LockError> {
     if d > MAX_LEASE {
-        return Err(LockError::Unavailable(format!(
-            "a lease of {d:?} is longer than the {MAX_LEASE:?} the Redis lock accepts"
-        )));
+        return Err(LockError::LeaseTooLong {
+            lease: d,
+            max: MAX_LEASE,
+        });
     }
     Ok(millis(d).max(1))
 }
@@ -550,14 +467,18 @@ fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// A time Redis answered (`TIME`, `PEXPIRETIME`, or `locked_at` read back from a key), in ms since
+/// the epoch. Not positive (`PEXPIRETIME` answers -1 for a key without expiry, which this service
+/// never sets) or out of `chrono`'s range: [`LockError::Corrupt`].
 fn from_millis(ms: i64) -> Result<DateTime<Utc>, LockError> {
     DateTime::from_timestamp_millis(ms)
         .filter(|_| ms > 0)
-        .ok_or_else(|| LockError::Unavailable(format!("Redis answered an impossible time: {ms} ms")))
+        .ok_or_else(|| LockError::Corrupt {
+            value: ms.to_string(),
+            reason: "not a time in milliseconds since the epoch",
+        })
 }
 
-/// `begin`, then the publish's row-lock wait and idle limit (integers are milliseconds; at least
-/// 1, since 0 means "no limit").
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
@@ -595,18 +516,41 @@ mod tests {
     }
 
     #[test]
-    fn a_foreign_value_is_an_error_not_a_panic() {
-        for value in [
-            "",
-            "x",
-            "not-a-uuid:1:2:h",
-            "00000000-0000-0000-0000-000000000007:one:2:h",
+    fn a_foreign_value_is_an_error_naming_what_was_read_and_why() {
+        for (value, why) in [
+            ("", "the owner token is not a UUID"),
+            ("x", "the owner token is not a UUID"),
+            ("not-a-uuid:1:2:h", "the owner token is not a UUID"),
+            (
+                "00000000-0000-0000-0000-000000000007:one:2:h",
+                "the fencing token is not an integer",
+            ),
+            (
+                "00000000-0000-0000-0000-000000000007:1:noon:h",
+                "locked_at is not an integer",
+            ),
+            ("00000000-0000-0000-0000-000000000007:1:2", "fewer than four"),
         ] {
-            assert!(
-                matches!(Holding::parse(value), Err(LockError::Unavailable(_))),
-                "{value}"
-            );
+            match Holding::parse(value) {
+                Err(LockError::Corrupt { value: read, reason }) => {
+                    assert_eq!(read, value);
+                    assert!(reason.starts_with(why), "{value}: {reason}");
+                }
+                other => panic!("{value}: {other:?}"),
+            }
         }
+        let message = Holding::parse("x").unwrap_err().to_string();
+        assert_eq!(
+            message,
+            r#"the lock store holds a corrupt value "x": the owner token is not a UUID"#
+        );
+    }
+
+    #[test]
+    fn an_impossible_time_is_a_corrupt_value() {
+        assert!(matches!(from_millis(-1), Err(LockError::Corrupt { value, .. }) if value == "-1"));
+        assert!(matches!(from_millis(i64::MAX), Err(LockError::Corrupt { .. })));
+        assert!(from_millis(1).is_ok());
     }
 
     #[test]
@@ -626,6 +570,9 @@ mod tests {
         assert_eq!(lease_millis(Duration::from_secs(90)).unwrap(), 90_000);
         assert_eq!(lease_millis(Duration::ZERO).unwrap(), 1);
         assert!(lease_millis(MAX_LEASE).is_ok());
-        assert!(matches!(lease_millis(Duration::MAX), Err(LockError::Unavailable(_))));
+        assert!(matches!(
+            lease_millis(Duration::MAX),
+            Err(LockError::LeaseTooLong { .. })
+        ));
     }
 }
