@@ -17,7 +17,7 @@ FROM ${RUST_IMAGE} AS build
 WORKDIR /src
 
 # SQL is checked at compile time against the committed query data in .sqlx/, not against a
-# live database: the build needs no PostgreSQL (STACK.md; `scripts/sqlx-prepare` refreshes it).
+# live database: the build needs no PostgreSQL (`scripts/sqlx-prepare` refreshes it).
 ENV SQLX_OFFLINE=true \
     CARGO_TERM_COLOR=never \
     CARGO_INCREMENTAL=0

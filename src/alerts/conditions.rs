@@ -1,4 +1,4 @@
-//! The alert rules of SPEC §3, as pure functions of the records and an instant: no I/O, no clock.
+//! The alert rules of CONTRACT §3, as pure functions of the records and an instant: no I/O, no clock.
 //!
 //! | kind | raised when |
 //! |---|---|
@@ -32,7 +32,7 @@ use utoipa::ToSchema;
 
 use crate::schedule::{CronSchedule, settle_target};
 
-/// The alert kinds: the three of SPEC §3, and the audit's.
+/// The alert kinds: the three of CONTRACT §3, and the audit's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum AlertKind {

@@ -1,4 +1,4 @@
-//! Execution alerts (SPEC §3): noticing a date that failed, a run that is stuck, and a date that
+//! Execution alerts (CONTRACT §3): noticing a date that failed, a run that is stuck, and a date that
 //! never ran — once, however many replicas look — and telling people.
 //!
 //! Every replica runs the same loop ([`run_alert_worker`]): each minute it evaluates the rules in
@@ -35,7 +35,7 @@ pub use worker::{AlertWorkerConfig, run_alert_worker};
 use crate::store;
 use crate::store::alerts::AlertRow;
 
-/// The task the nightly settlement runs as (SPEC §2).
+/// The task the nightly settlement runs as (CONTRACT §2).
 pub const SETTLE_FINES: &str = "settle-fines";
 
 /// Records that `task_name` is deployed, unless a replica already did. A date whose slot came
@@ -45,7 +45,7 @@ pub async fn register(pool: &sqlx::PgPool, task_name: &str) -> sqlx::Result<()> 
     store::alerts::register_job(pool, task_name).await
 }
 
-/// An alert as the API lists it and the webhook sends it (SPEC §6).
+/// An alert as the API lists it and the webhook sends it (CONTRACT §6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Alert {
     pub id: i64,
@@ -101,7 +101,7 @@ impl AlertEvent {
     }
 }
 
-/// The webhook body: `{"event": "raised" | "resolved", "alert": {...}}` (SPEC §3).
+/// The webhook body: `{"event": "raised" | "resolved", "alert": {...}}` (CONTRACT §3).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Notification {
     pub event: AlertEvent,

@@ -19,7 +19,7 @@ pub struct AlertWorkerConfig {
     pub rules: AlertRules,
     /// `None`: no webhook configured; nothing is queued or sent.
     pub webhook: Option<Webhook>,
-    /// SPEC §3: every minute.
+    /// CONTRACT §3: every minute.
     pub evaluate_every: Duration,
     /// How often the outbox is polled for due notifications.
     pub deliver_every: Duration,

@@ -13,7 +13,7 @@
 //!    with their fine and its ledger entries by one streamed statement ([`store::audit::facts`])
 //!    in a read-only repeatable-read transaction with the finality check, so the audit sees one
 //!    instant of the database and writes nothing there. Each loan is judged by
-//!    [`crate::domain::audit::audit_loan`], which recomputes the fine from section 1 of SPEC.md
+//!    [`crate::domain::audit::audit_loan`], which recomputes the fine from §1 of docs/CONTRACT.md
 //!    and sorts what differs into differences (errors), corrections (a loan changed after its
 //!    fine was final) and pending accrual (a loan the next run will bring up to date).
 //! 3. **An alert for people.** Any difference raises the month's `AUDIT` alert naming the loans
@@ -95,7 +95,7 @@ pub async fn audit_month(pool: &PgPool, config: &AuditConfig, month: NaiveDate) 
         None => store::start_date::recorded(&mut *tx, task).await?,
     };
     // A database settled by a version that did not record its start date: months before the
-    // first settled date were never accrued (SPEC §1).
+    // first settled date were never accrued (CONTRACT §1).
     let Some(start_date) = recorded.or(settled.first) else {
         return Err(NotFinal::NothingSettled { month }.into());
     };

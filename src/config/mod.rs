@@ -75,7 +75,7 @@ pub struct JobSettings {
 }
 
 impl Settings {
-    /// Reads and validates every variable. The names are the contract of SPEC.md §5.
+    /// Reads and validates every variable. The names are the contract of docs/CONTRACT.md §5.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }

@@ -2,7 +2,7 @@
 //! differs from it.
 //!
 //! The settlement writes fines with set-based SQL; the audit recomputes them here, from the loan
-//! alone, with the rules of section 1 of SPEC.md ([`final_fine`]), so that a bug in that SQL, a
+//! alone, with the rules of §1 of docs/CONTRACT.md ([`final_fine`]), so that a bug in that SQL, a
 //! hand edit or a lost ledger row shows up as a difference instead of agreeing with itself. The
 //! store only fetches the facts of each loan ([`LoanFacts`]); everything that decides is here,
 //! without I/O, so every case is a unit test.

@@ -10,7 +10,7 @@
 use chrono::NaiveDate;
 
 /// A date an operator asked for lies before the job's start date: months before the start month
-/// are never accrued (SPEC §1), so such a date cannot be settled.
+/// are never accrued (CONTRACT §1), so such a date cannot be settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{requested} is before {start}, the earliest date the job settles")]
 pub struct BeforeStart {

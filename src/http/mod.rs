@@ -37,7 +37,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::startup::AppState;
 
-/// Request bodies above this are answered 413 (SPEC §5).
+/// Request bodies above this are answered 413 (CONTRACT §5).
 pub const BODY_LIMIT_BYTES: usize = 64 * 1024;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");

@@ -80,7 +80,7 @@ pub enum Acquired {
     },
 }
 
-/// A task's lock for the admin API (SPEC §6 "lock"), as of the lock store's clock.
+/// A task's lock for the admin API (CONTRACT §6 "lock"), as of the lock store's clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockView {
     pub task_name: String,

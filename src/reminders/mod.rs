@@ -1,4 +1,4 @@
-//! Loan reminders (SPEC §4): "due tomorrow" at 09:00 business time the day before a loan is
+//! Loan reminders (CONTRACT §4): "due tomorrow" at 09:00 business time the day before a loan is
 //! due, "overdue" at 09:00 the day after, delivered once each even when replicas crash.
 //!
 //! The path of one reminder:

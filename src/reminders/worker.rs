@@ -29,7 +29,7 @@ pub struct ReminderWorkerConfig {
     /// The queue's key prefix ([`DEFAULT_PREFIX`] in the service).
     pub prefix: String,
     pub consumer: ConsumerConfig,
-    /// SPEC §4: every second.
+    /// CONTRACT §4: every second.
     pub poll_every: Duration,
     pub reconcile_every: Duration,
 }

@@ -3,7 +3,7 @@
 //! The nightly accrual ([`super::accrue`]) brings the month of the date it settles up to date for
 //! every loan. That is enough for a loan the service knew all along, but not for one recorded
 //! late: an import with a due date three months back, or a return back-dated into a month whose
-//! dates were settled before the return was recorded. Section 1 of SPEC.md does not care when a
+//! dates were settled before the return was recorded. Section 1 of docs/CONTRACT.md does not care when a
 //! loan was recorded, so neither may its fines.
 //!
 //! Every insert of a loan, and every change of what its fine is computed from, queues the loan in
@@ -18,7 +18,7 @@
 //! `E` is the later of the date being settled and the latest date already settled: when a gap is
 //! filled behind later SUCCESSes, the loans queued since those dates ran are brought up to the
 //! latest settled date, not only to the gap's date, so no month between the two is left without
-//! its fine. Months before the start month are never accrued (SPEC §1).
+//! its fine. Months before the start month are never accrued (CONTRACT §1).
 
 use chrono::NaiveDate;
 use sqlx::PgConnection;

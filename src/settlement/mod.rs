@@ -1,4 +1,4 @@
-//! The settlement procedure (SPEC §2 items 3-5): what one run does with the lock it holds.
+//! The settlement procedure (CONTRACT §2.3 to §2.5): what one run does with the lock it holds.
 //!
 //! The job runner (`crate::jobs`) takes the lock, then hands this module a [`RunContext`] (who is
 //! running, with which fencing token) and the business dates to settle:

@@ -1,4 +1,4 @@
-//! Which business dates a run settles (SPEC §2 step 3), and from which start date.
+//! Which business dates a run settles (CONTRACT §2.3), and from which start date.
 //!
 //! Every run settles the dates from the start date through its target that have no SUCCESS,
 //! oldest first: the dates after the last SUCCESS, and the gaps behind it (an operator's

@@ -15,7 +15,7 @@ use sqlx::PgConnection;
 
 use super::PageRequest;
 
-/// One execution, with the fields of SPEC §6 "execution".
+/// One execution, with the fields of CONTRACT §6 "execution".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecutionRow {
     pub id: i64,

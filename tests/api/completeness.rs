@@ -55,7 +55,7 @@ async fn fines_of(app: &TestApp, loan_id: i64) -> Vec<(NaiveDate, i32, i64, Stri
     .unwrap()
 }
 
-/// What SPEC §1 says the loan owes, month by month, once `settled_through` is settled.
+/// What CONTRACT §1 says the loan owes, month by month, once `settled_through` is settled.
 fn owed(
     loan: &LoanTerms,
     start: NaiveDate,

@@ -1,4 +1,4 @@
-//! Loan reminders against the real Redis and PostgreSQL (SPEC §4): scheduling and delivery,
+//! Loan reminders against the real Redis and PostgreSQL (CONTRACT §4): scheduling and delivery,
 //! redelivery after a consumer dies, three consumers on one queue, the reconciler after Redis
 //! lost its data or was down, returned loans, the notifications API and the worker loop.
 //!

@@ -9,7 +9,7 @@
 //! start.
 //!
 //! One kind of change is left out on purpose: a return back-dated into a month that was already
-//! settled. SETTLED fines are history and are never rewritten (SPEC §2 step 4); the audit lists
+//! settled. SETTLED fines are history and are never rewritten (CONTRACT §2.4); the audit lists
 //! such a loan as a correction for a librarian instead (tests/settlement/audit.rs).
 
 use chrono::{Days, NaiveDate};

@@ -1,7 +1,7 @@
 //! The settlement procedure against the real database: accrue and settle per business date, the
 //! backfill walk, execution records, fencing, failures and reruns.
 //!
-//! Expected rows come from [`oracle`], an independent model that applies SPEC §2.4 day by day with
+//! Expected rows come from [`oracle`], an independent model that applies CONTRACT §2.4 day by day with
 //! the rules of `finesettle::domain`; the database rows are compared with it field by field.
 
 #[path = "../common/mod.rs"]

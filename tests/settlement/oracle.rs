@@ -1,4 +1,4 @@
-//! The oracle: SPEC §2.4 applied day by day to an in-memory model of the fines and the ledger.
+//! The oracle: CONTRACT §2.4 applied day by day to an in-memory model of the fines and the ledger.
 //!
 //! Independent of the SQL: it counts overdue days one day at a time with
 //! `LoanTerms::is_overdue_day` (the definition, not the closed form), and checks itself against
@@ -32,7 +32,7 @@ pub struct Entry {
 
 /// The expected state after running business dates in order, for a job whose start date is
 /// `start`: it knows every loan from the start, so a loan's fines never depend on when it was
-/// recorded (SPEC §2 step 4).
+/// recorded (CONTRACT §2.4).
 #[derive(Debug, Clone)]
 pub struct Model {
     start: NaiveDate,

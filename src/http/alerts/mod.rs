@@ -1,4 +1,4 @@
-//! `/api/v1/alerts`: execution alerts, newest first (SPEC §3).
+//! `/api/v1/alerts`: execution alerts, newest first (CONTRACT §3).
 
 mod list;
 
