@@ -111,6 +111,44 @@ async fn every_value_is_escaped_even_a_hostile_instance_id_and_alert_detail() {
 }
 
 #[tokio::test]
+async fn markup_in_an_execution_error_and_an_alert_detail_is_shown_as_text() {
+    // Both carry text from elsewhere (a database error message, a webhook's answer): whatever
+    // it holds must read as text, never become markup, in a table cell or a bar's hover title.
+    let hostile = r#"<script>alert(1)</script> it's "quoted" & more"#;
+    let escaped = "&lt;script&gt;alert(1)&lt;/script&gt; it's &quot;quoted&quot; &amp; more";
+    let app = spawn_app().await;
+    let yesterday = app.today().await.pred_opt().unwrap();
+    let (execution,): (i64,) = sqlx::query_as(
+        "insert into task_execution (task_name, business_date, trigger, instance_id, fencing_token, finished_at, status, error) \
+         values ('settle-fines', $1, 'manual', 'test-replica', 1, now(), 'FAILED', $2) returning id",
+    )
+    .bind(yesterday)
+    .bind(hostile)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "insert into alert (kind, task_name, business_date, detail, execution_id) values ('FAILED', 'settle-fines', $1, $2, $3)",
+    )
+    .bind(yesterday)
+    .bind(hostile)
+    .bind(execution)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+
+    let (status, _, body) = dashboard(&app).await;
+    assert_eq!(status, 200);
+    assert!(!body.contains("<script"), "an unescaped script tag reached the page");
+    assert!(!body.contains(hostile), "the raw text reached the page");
+    // The alert's detail and the execution's error, each in its cell.
+    let cell = format!(r#"<td class="wrap">{escaped}</td>"#);
+    assert_eq!(body.matches(&cell).count(), 2, "{body}");
+    // The bar's hover title ends with the error.
+    assert!(body.contains(&format!(": {escaped}</title>")), "{body}");
+}
+
+#[tokio::test]
 async fn when_the_database_does_not_answer_the_page_says_so_and_keeps_refreshing() {
     let app = spawn_app().await;
     // The application's pool is this one: closed, every query fails at once.

@@ -10,20 +10,23 @@
 //! [`CONCURRENT_RENDERS`] renders run at once in a process (a flood of reloads waits rather than
 //! taking the database pool from the API), and a Content-Security-Policy that allows no script.
 //!
-//! - [`data`] gathers everything into a `DashboardData`; the other modules only render it.
+//! - [`data`] gathers everything into a `DashboardData`; the other modules only render it, with
+//!   maud templates: every value they insert is escaped unless a template says otherwise, so an
+//!   error or alert detail from the database cannot become markup. Only the page's own constants
+//!   (its doctype and styles) are inserted as they are.
 
 mod activity;
 mod data;
-mod html;
 mod job;
 mod page;
 mod status;
+mod text;
 mod timeline;
 
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::sync::Semaphore;
 
@@ -54,7 +57,7 @@ async fn dashboard(State(state): State<AppState>) -> Response {
             }
         }
     };
-    let mut response = (status, Html(body)).into_response();
+    let mut response = (status, body).into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,

@@ -2,12 +2,16 @@
 //! oldest on the left, colored by status. Consecutive dates of one run (same fencing token and
 //! replica) share a shaded band, so each fire's winner reads at a glance. Inline SVG: no
 //! script, no external asset; hovering a bar shows its details (SVG `<title>`).
+//!
+//! SVG elements are written `line … {}` rather than `line …;`: inside HTML an SVG element is
+//! closed only by its end tag or `/>`, and maud's void form writes neither.
 
 use std::collections::BTreeSet;
-use std::fmt::Write;
+
+use maud::{Markup, html};
 
 use super::data::DashboardData;
-use super::html::{escape, status_class, took, utc};
+use super::text::{shorten, status_class, took, utc};
 use crate::store::executions::ExecutionRow;
 
 const LABEL_WIDTH: usize = 170;
@@ -22,29 +26,30 @@ const MIN_SLOT: usize = 12;
 const LABELLED_SLOT: usize = 14;
 const MAX_LANE_LABEL: usize = 22;
 
-pub fn timeline_section(out: &mut String, data: &DashboardData) {
-    out.push_str(r#"<section class="card wide" id="timeline"><h2>Executions per replica</h2>"#);
-    if data.executions.is_empty() {
-        out.push_str("<p>No execution yet.</p></section>");
-        return;
-    }
+pub fn timeline_section(data: &DashboardData) -> Markup {
     let chronological: Vec<&ExecutionRow> = data.executions.iter().rev().collect();
-    out.push_str(
-        r#"<p class="legend"><span class="swatch s-success"></span>SUCCESS <span class="swatch s-failed"></span>FAILED <span class="swatch s-running"></span>RUNNING</p>"#,
-    );
-    svg(out, &chronological);
-    let (first, last) = (chronological[0], chronological[chronological.len() - 1]);
-    let _ = write!(
-        out,
-        r#"<p class="axis">{n} most recent, oldest on the left ({from}) to newest on the right ({to}). Each bar is one business date, labelled MM-DD; a shaded band groups the dates of one run (one fencing token).</p>"#,
-        n = chronological.len(),
-        from = utc(first.started_at),
-        to = utc(last.started_at),
-    );
-    out.push_str("</section>");
+    html! {
+        section #timeline .card.wide {
+            h2 { "Executions per replica" }
+            @if let (Some(first), Some(last)) = (chronological.first(), chronological.last()) {
+                p.legend {
+                    span.swatch.s-success {} "SUCCESS " span.swatch.s-failed {} "FAILED "
+                    span.swatch.s-running {} "RUNNING"
+                }
+                (svg(&chronological))
+                p.axis {
+                    (chronological.len()) " most recent, oldest on the left (" (utc(first.started_at))
+                    ") to newest on the right (" (utc(last.started_at)) "). Each bar is one business \
+                    date, labelled MM-DD; a shaded band groups the dates of one run (one fencing token)."
+                }
+            } @else {
+                p { "No execution yet." }
+            }
+        }
+    }
 }
 
-fn svg(out: &mut String, executions: &[&ExecutionRow]) {
+fn svg(executions: &[&ExecutionRow]) -> Markup {
     let lanes: Vec<&str> = executions
         .iter()
         .map(|e| e.instance_id.as_str())
@@ -54,80 +59,57 @@ fn svg(out: &mut String, executions: &[&ExecutionRow]) {
     let slot = ((TARGET_WIDTH - LABEL_WIDTH) / executions.len()).clamp(MIN_SLOT, MAX_SLOT);
     let width = LABEL_WIDTH + executions.len() * slot + 8;
     let height = HEADER + lanes.len() * LANE_HEIGHT + 2;
-    let _ = write!(
-        out,
-        r#"<svg class="timeline" role="img" aria-label="Executions per replica" width="{width}" height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">"#
-    );
-    run_bands(out, executions, slot, height);
-    for (i, lane) in lanes.iter().enumerate() {
-        let y = HEADER + i * LANE_HEIGHT;
-        let _ = write!(
-            out,
-            r#"<line class="lane-rule" x1="0" y1="{y}" x2="{width}" y2="{y}"/><text class="lane-label" x="6" y="{ty}">{label}</text>"#,
-            ty = y + LANE_HEIGHT / 2 + 4,
-            label = escape(&shorten(lane, MAX_LANE_LABEL)),
-        );
+    html! {
+        svg.timeline role="img" aria-label="Executions per replica" width=(width) height=(height)
+            viewBox={ "0 0 " (width) " " (height) } xmlns="http://www.w3.org/2000/svg" {
+            @for (start, end, band) in runs(executions) {
+                @let (x, w) = (LABEL_WIDTH + start * slot, (end - start) * slot);
+                rect.run-band.alt[band % 2 == 1] x=(x) y="0" width=(w) height=(height) {}
+                @if w >= 28 {
+                    text.run-label x=(x + 3) y="13" { "#" (executions[start].fencing_token) }
+                }
+            }
+            @for (i, lane) in lanes.iter().enumerate() {
+                @let y = HEADER + i * LANE_HEIGHT;
+                line.lane-rule x1="0" y1=(y) x2=(width) y2=(y) {}
+                text.lane-label x="6" y=(y + LANE_HEIGHT / 2 + 4) { (shorten(lane, MAX_LANE_LABEL)) }
+            }
+            @for (i, execution) in executions.iter().enumerate() {
+                @let lane = lanes.iter().position(|l| *l == execution.instance_id).unwrap_or(0);
+                (bar(execution, LABEL_WIDTH + i * slot, HEADER + lane * LANE_HEIGHT, slot))
+            }
+        }
     }
-    for (i, execution) in executions.iter().enumerate() {
-        let lane = lanes.iter().position(|l| *l == execution.instance_id).unwrap_or(0);
-        bar(
-            out,
-            execution,
-            LABEL_WIDTH + i * slot,
-            HEADER + lane * LANE_HEIGHT,
-            slot,
-        );
-    }
-    out.push_str("</svg>");
 }
 
-/// Alternate shading behind each run: consecutive executions with the same token and replica.
-fn run_bands(out: &mut String, executions: &[&ExecutionRow], slot: usize, height: usize) {
+/// The runs behind the alternate shading, as `(first, past the last, band number)`: consecutive
+/// executions with the same token and replica.
+fn runs(executions: &[&ExecutionRow]) -> Vec<(usize, usize, usize)> {
+    let mut runs = Vec::new();
     let mut start = 0;
-    let mut band = 0;
     for i in 1..=executions.len() {
         let same_run = i < executions.len()
             && executions[i].fencing_token == executions[start].fencing_token
             && executions[i].instance_id == executions[start].instance_id;
-        if same_run {
-            continue;
+        if !same_run {
+            runs.push((start, i, runs.len()));
+            start = i;
         }
-        let x = LABEL_WIDTH + start * slot;
-        let w = (i - start) * slot;
-        let class = if band % 2 == 0 { "run-band" } else { "run-band alt" };
-        let _ = write!(
-            out,
-            r#"<rect class="{class}" x="{x}" y="0" width="{w}" height="{height}"/>"#
-        );
-        if w >= 28 {
-            let _ = write!(
-                out,
-                r#"<text class="run-label" x="{tx}" y="13">#{token}</text>"#,
-                tx = x + 3,
-                token = executions[start].fencing_token
-            );
-        }
-        band += 1;
-        start = i;
     }
+    runs
 }
 
-fn bar(out: &mut String, execution: &ExecutionRow, x: usize, lane_y: usize, slot: usize) {
+fn bar(execution: &ExecutionRow, x: usize, lane_y: usize, slot: usize) -> Markup {
     let (bx, by, bw, bh) = (x + 1, lane_y + 6, slot - 2, LANE_HEIGHT - 12);
-    let _ = write!(
-        out,
-        r#"<rect class="bar {class}" data-execution="{id}" x="{bx}" y="{by}" width="{bw}" height="{bh}" rx="3"><title>{title}</title></rect>"#,
-        class = status_class(&execution.status),
-        id = execution.id,
-        title = escape(&describe(execution)),
-    );
-    if slot >= LABELLED_SLOT {
-        let (cx, cy) = (bx + bw / 2, by + bh / 2);
-        let _ = write!(
-            out,
-            r#"<text class="bar-label" x="{cx}" y="{cy}" transform="rotate(-90 {cx} {cy})">{date}</text>"#,
-            date = execution.business_date.format("%m-%d"),
-        );
+    let (cx, cy) = (bx + bw / 2, by + bh / 2);
+    html! {
+        rect.bar.(status_class(&execution.status)) data-execution=(execution.id)
+            x=(bx) y=(by) width=(bw) height=(bh) rx="3" { title { (describe(execution)) } }
+        @if slot >= LABELLED_SLOT {
+            text.bar-label x=(cx) y=(cy) transform={ "rotate(-90 " (cx) " " (cy) ")" } {
+                (execution.business_date.format("%m-%d"))
+            }
+        }
     }
 }
 
@@ -144,25 +126,11 @@ fn describe(execution: &ExecutionRow) -> String {
         started = utc(execution.started_at),
     );
     if let Some(finished) = execution.finished_at {
-        let _ = write!(
-            text,
-            ", took {}",
-            took((finished - execution.started_at).num_milliseconds())
-        );
+        let took = took((finished - execution.started_at).num_milliseconds());
+        text.push_str(&format!(", took {took}"));
     }
     if let Some(error) = &execution.error {
-        let _ = write!(text, ": {}", shorten(error, 200));
+        text.push_str(&format!(": {}", shorten(error, 200)));
     }
     text
-}
-
-/// At most `max` characters, with an ellipsis when cut.
-pub fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_owned()
-    } else {
-        let mut cut: String = text.chars().take(max - 1).collect();
-        cut.push('…');
-        cut
-    }
 }

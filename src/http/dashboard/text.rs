@@ -1,29 +1,12 @@
-//! Escaping and the small formatters every section shares.
+//! How values read on the page: the small formatters every section shares.
 //!
-//! Every value that comes from the database or the configuration goes through [`escape`] before
-//! it reaches the page, in text and in attributes alike (attributes are always double-quoted).
-//! The page's Content-Security-Policy forbids scripts as a second line of defence.
+//! They return plain text; escaping is the templates' job (maud escapes every value it inserts,
+//! in text and in attributes alike), so nothing here needs to know about HTML.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use chrono_tz::Tz;
 
 use crate::format::thousands;
-
-/// `value` with the five characters HTML gives meaning to replaced by entities.
-pub fn escape(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            other => out.push(other),
-        }
-    }
-    out
-}
 
 /// RFC 3339 in UTC, to the second.
 pub fn utc(at: DateTime<Utc>) -> String {
@@ -72,29 +55,25 @@ pub fn money(cents: i64) -> String {
     format!("{sign}{}.{:02}", thousands(cents / 100), cents % 100)
 }
 
-/// The CSS class of a status or outcome word (`SUCCESS` → `s-success`); only letters and
-/// underscores survive, so a class can never break out of its attribute.
+/// The CSS class of a status or outcome word (`SUCCESS` → `s-success`), which the styles color.
 pub fn status_class(word: &str) -> String {
-    let clean: String = word
-        .chars()
-        .filter(|c| c.is_ascii_alphabetic() || *c == '_')
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    format!("s-{clean}")
+    format!("s-{}", word.to_ascii_lowercase())
+}
+
+/// At most `max` characters, with an ellipsis when cut: long errors and details stay readable.
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        let mut cut: String = text.chars().take(max - 1).collect();
+        cut.push('…');
+        cut
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escape_neutralises_markup_in_text_and_attributes() {
-        assert_eq!(
-            escape(r#"<script>alert('x') && "y"</script>"#),
-            "&lt;script&gt;alert(&#39;x&#39;) &amp;&amp; &quot;y&quot;&lt;/script&gt;"
-        );
-        assert_eq!(escape("replica-1 ✓"), "replica-1 ✓");
-    }
 
     #[test]
     fn formatters_read_naturally() {
@@ -109,7 +88,8 @@ mod tests {
         assert_eq!(money(5), "0.05");
         assert_eq!(money(-250), "-2.50");
         assert_eq!(status_class("LOST_LEASE"), "s-lost_lease");
-        assert_eq!(status_class("\"><x"), "s-x");
+        assert_eq!(shorten("replica-1", 9), "replica-1");
+        assert_eq!(shorten("replica-10", 9), "replica-…");
         let at = "2026-03-14T18:00:00Z".parse().unwrap();
         assert_eq!(utc(at), "2026-03-14T18:00:00Z");
         assert_eq!(business(at, chrono_tz::Asia::Shanghai), "2026-03-15 02:00:00 +08:00");
