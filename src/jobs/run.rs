@@ -8,7 +8,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{Plan, SettleJob};
-use crate::domain::{self, BeforeStart};
+use crate::domain::BeforeStart;
 use crate::lock::{Acquired, Lease, LeaseKeeper};
 use crate::settlement::{self, DateStatus, PlanError, RunContext, Trigger, WalkReport};
 use crate::store;
@@ -239,12 +239,6 @@ async fn pending_work(job: &SettleJob, plan: &Plan) -> Result<Work, PlanError> {
         }
         Plan::Dates(requested) => {
             let first = requested.iter().min().copied().unwrap_or_default();
-            // The first plan ever records the start date: an operator's typo must not put it
-            // centuries back.
-            if inner.start_date.is_none() && store::start_date::recorded(&inner.pool, task).await?.is_none() {
-                let today = store::clock::business_today(&inner.pool, inner.tz).await?;
-                domain::check_first_start(today, first)?;
-            }
             let start_date = settlement::plan::start_date(&inner.pool, task, inner.start_date, first).await?;
             let dates = settlement::plan::manual_from(&inner.pool, task, start_date, requested).await?;
             Ok(Work {

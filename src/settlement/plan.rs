@@ -21,22 +21,26 @@ pub enum PlanError {
 }
 
 /// The start date in force: `configured`, or the recorded one, or, on the first plan ever,
-/// `first_planned`, which is recorded then.
+/// `first_planned`, which is recorded then, unless it lies further back than
+/// [`domain::FIRST_START_MAX_DAYS`] (an operator's typo must not put the start centuries back).
 pub async fn start_date(
     pool: &PgPool,
     task_name: &str,
     configured: Option<NaiveDate>,
     first_planned: NaiveDate,
-) -> sqlx::Result<NaiveDate> {
+) -> Result<NaiveDate, PlanError> {
     if let Some(start) = configured {
         return Ok(start);
     }
     // A read first: every fire of every replica plans, and only the first plan ever writes.
     // The upsert alone would rewrite the row (and its WAL) on each of them.
-    match store::start_date::recorded(pool, task_name).await? {
-        Some(start) => Ok(start),
-        None => store::start_date::record_first(pool, task_name, first_planned).await,
+    if let Some(start) = store::start_date::recorded(pool, task_name).await? {
+        return Ok(start);
     }
+    // The database's UTC date: a day off the business date is nothing against ten years.
+    let today = store::clock::now(pool).await?.date_naive();
+    domain::check_first_start(today, first_planned)?;
+    Ok(store::start_date::record_first(pool, task_name, first_planned).await?)
 }
 
 /// The dates a scheduled or start-up run settles: every date from the start date through
@@ -47,9 +51,9 @@ pub async fn dates_for_run(
     configured_start: Option<NaiveDate>,
     target: NaiveDate,
     max_days: u32,
-) -> sqlx::Result<Vec<NaiveDate>> {
+) -> Result<Vec<NaiveDate>, PlanError> {
     let start = start_date(pool, task_name, configured_start, target).await?;
-    unsettled_from(pool, task_name, start, target, max_days).await
+    Ok(unsettled_from(pool, task_name, start, target, max_days).await?)
 }
 
 /// [`dates_for_run`] with the start date already known.
