@@ -17,6 +17,7 @@ pub mod schedule;
 pub mod seed;
 pub mod settlement;
 pub mod startup;
+pub mod state;
 pub mod store;
 pub mod telemetry;
 pub mod tls;

@@ -6,28 +6,17 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::alerts::{self, AlertWorkerConfig};
-use crate::config::{ApiTokens, Settings};
+use crate::config::Settings;
 use crate::jobs::SettleJob;
 use crate::jobs::scheduler::Scheduler;
 use crate::lock::JobLock;
 use crate::reminders::{self, ReminderWorkerConfig};
+use crate::state::AppState;
 use crate::{store, telemetry};
-
-/// What every handler can reach. Cheap to clone.
-#[derive(Clone)]
-pub struct AppState {
-    pub pool: PgPool,
-    pub settings: Arc<Settings>,
-    pub tokens: Arc<ApiTokens>,
-    pub redis: Option<deadpool_redis::Pool>,
-    /// The settlement job, for manual runs and the jobs view.
-    pub job: SettleJob,
-}
 
 pub struct Application {
     listener: TcpListener,
@@ -42,11 +31,11 @@ impl Application {
         let pool = store::database::connect(&settings.database_url, settings.db_max_connections).await?;
         store::database::migrate(&pool).await?;
         let redis = settings.redis_url.as_deref().map(store::redis::pool).transpose()?;
-        // Validated now, so that a bad cron or webhook URL stops the process at start.
-        let alerts = AlertWorkerConfig::from_settings(&settings)?;
         let listener = TcpListener::bind(settings.http_addr).await?;
         let lock = JobLock::from_settings(pool.clone(), redis.clone(), &settings)?;
+        // Validated now, so that a bad cron or webhook URL stops the process at start.
         let job = SettleJob::new(pool.clone(), lock, &settings)?;
+        let alerts = AlertWorkerConfig::for_job(&job, &settings)?;
         let state = AppState {
             pool,
             tokens: Arc::new(settings.api_tokens.clone()),

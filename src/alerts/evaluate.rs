@@ -6,10 +6,12 @@ use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::PgPool;
 
 use super::Alert;
-use super::conditions::{self, Expectation, NewAlert};
+use super::conditions::{self, Expectation};
 use super::publish::Publisher;
 use crate::config::Settings;
-use crate::schedule::{CronSchedule, ScheduleError};
+use crate::domain::alert::NewAlert;
+use crate::jobs::SettleJob;
+use crate::schedule::CronSchedule;
 use crate::store;
 
 /// How many MISSED alerts one evaluation raises at most, oldest dates first; the rest follow on
@@ -36,17 +38,18 @@ pub struct AlertRules {
 }
 
 impl AlertRules {
-    /// The rules for `settle-fines` from the service settings.
-    pub fn from_settings(settings: &Settings) -> Result<Self, ScheduleError> {
-        Ok(AlertRules {
-            task_name: super::SETTLE_FINES.to_owned(),
-            schedule: CronSchedule::parse(&settings.job.settle_cron, settings.business_tz)?,
+    /// The rules for the settlement job: its task name and the schedule it already parsed, so
+    /// the slots MISSED expects are exactly the ones its ticker fires.
+    pub fn for_job(job: &SettleJob, settings: &Settings) -> Self {
+        AlertRules {
+            task_name: job.task_name().to_owned(),
+            schedule: job.schedule().clone(),
             job_timeout: settings.job.job_timeout,
             missed_grace: settings.job.missed_grace,
             settle_start_date: settings.job.settle_start_date,
             max_missed_per_evaluation: DEFAULT_MAX_MISSED_PER_EVALUATION,
             webhook_enabled: settings.alert_webhook.is_some(),
-        })
+        }
     }
 }
 

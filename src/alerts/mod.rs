@@ -26,7 +26,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-pub use conditions::{AlertKind, AlertState, UnknownName};
+pub use crate::domain::alert::{AlertKind, AlertState, NewAlert, UnknownName};
 pub use evaluate::{AlertRules, DEFAULT_MAX_MISSED_PER_EVALUATION, EvaluationReport, evaluate_at, evaluate_once};
 pub use publish::Publisher;
 pub use webhook::{DeliveryPolicy, DeliveryReport, Webhook, deliver_due};
@@ -35,8 +35,8 @@ pub use worker::{AlertWorkerConfig, run_alert_worker};
 use crate::store;
 use crate::store::alerts::AlertRow;
 
-/// The task the nightly settlement runs as (CONTRACT §2).
-pub const SETTLE_FINES: &str = "settle-fines";
+/// The task the nightly settlement runs as (CONTRACT §2), defined by the job.
+pub use crate::jobs::SETTLE_FINES;
 
 /// Records that `task_name` is deployed, unless a replica already did. A date whose slot came
 /// before the first registration gets its MISSED grace from the registration instead: a service

@@ -6,8 +6,8 @@
 use chrono::NaiveDate;
 use sqlx::PgPool;
 
-use super::conditions::{AlertKind, NewAlert};
 use super::{Alert, AlertEvent, Notification};
+use crate::domain::alert::{AlertKind, NewAlert};
 use crate::store;
 
 /// Where alerts of one task go.

@@ -8,10 +8,11 @@ use sqlx::PgPool;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
-use super::conditions::AlertKind;
 use super::webhook::{DeliveryPolicy, Webhook};
 use super::{AlertRules, deliver_due, evaluate_once, register};
 use crate::config::Settings;
+use crate::domain::alert::AlertKind;
+use crate::jobs::SettleJob;
 
 /// What [`run_alert_worker`] runs, and how often.
 #[derive(Debug, Clone)]
@@ -27,16 +28,16 @@ pub struct AlertWorkerConfig {
 }
 
 impl AlertWorkerConfig {
-    /// The worker for `settle-fines` as the settings describe it. Fails on a cron expression or a
-    /// webhook URL that cannot work, so a misconfigured replica stops at start.
-    pub fn from_settings(settings: &Settings) -> anyhow::Result<Self> {
+    /// The worker watching `job`, as the settings describe it. Fails on a webhook URL that
+    /// cannot work, so a misconfigured replica stops at start.
+    pub fn for_job(job: &SettleJob, settings: &Settings) -> anyhow::Result<Self> {
         let webhook = settings
             .alert_webhook
             .as_deref()
             .map(|url| Webhook::new(url, DeliveryPolicy::REQUEST_TIMEOUT))
             .transpose()?;
         Ok(AlertWorkerConfig {
-            rules: AlertRules::from_settings(settings)?,
+            rules: AlertRules::for_job(job, settings),
             webhook,
             evaluate_every: Duration::from_secs(60),
             deliver_every: Duration::from_secs(5),

@@ -11,8 +11,8 @@ use chrono::NaiveDate;
 use sqlx::PgPool;
 
 use super::AuditConfig;
-use crate::alerts::conditions::NewAlert;
 use crate::alerts::{Alert, AlertKind, AlertState, Publisher};
+use crate::domain::alert::NewAlert;
 use crate::domain::format_month;
 use crate::store;
 

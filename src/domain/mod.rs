@@ -12,12 +12,16 @@
 //! - [`backfill`]: which business dates an operator's run settles, and the start-date rule.
 //! - [`audit`]: a loan's month recomputed and compared with its stored fine and ledger.
 //! - [`text`]: names and reasons a person wrote, e-mail addresses.
+//! - [`alert`], [`reminder`]: what an alert and a loan reminder are (their rules live in
+//!   `crate::alerts` and `crate::reminders`).
 
+pub mod alert;
 pub mod audit;
 pub mod backfill;
 pub mod calendar;
 pub mod fine;
 pub mod loan;
+pub mod reminder;
 pub mod status;
 pub mod text;
 

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
 use crate::config::Role;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// The caller, put into request extensions for handlers that want it.
 #[derive(Debug, Clone)]

@@ -35,7 +35,7 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Request bodies above this are answered 413 (CONTRACT §5).
 pub const BODY_LIMIT_BYTES: usize = 64 * 1024;

@@ -15,7 +15,7 @@ use utoipa_swagger_ui::SwaggerUi;
 use super::BODY_LIMIT_BYTES;
 use super::auth::required_role;
 use crate::config::Role;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 #[derive(OpenApi)]
 #[openapi(

@@ -27,7 +27,6 @@
 //! the missing reminders once Redis is back.
 
 pub mod consumer;
-mod kind;
 mod metrics;
 pub mod plan;
 pub mod queue;
@@ -36,26 +35,29 @@ pub mod reconciler;
 mod worker;
 
 use chrono::NaiveDate;
+use chrono_tz::Tz;
 use deadpool_redis::Pool;
+use sqlx::PgPool;
 
+pub use crate::domain::reminder::{ParseReminderError, Reminder, ReminderKind};
 pub use consumer::{ConsumeReport, ConsumerConfig, StepError, consume_once};
-pub use kind::{ParseReminderError, Reminder, ReminderKind};
 pub use queue::{DEFAULT_PREFIX, QueueError, QueueStats, ReminderQueue};
 pub use reaper::reap_expired;
 pub use reconciler::{ReconcileReport, reconcile};
 pub use worker::{ReminderWorkerConfig, run_reminder_worker};
 
-use crate::startup::AppState;
 use crate::store;
 
 /// Queues the reminders of a loan just created (call after its transaction committed: a loan
 /// rolled back must get none). Never fails the request: when Redis or the clock query fails,
 /// this logs it, and the reconciler queues the reminders later.
-pub async fn loan_created(state: &AppState, loan_id: i64, due_on: NaiveDate) {
-    let Some(redis) = &state.redis else { return };
-    let tz = state.settings.business_tz;
+///
+/// Takes the database (for its clock), the queue's Redis pool (none: reminders are off) and the
+/// business zone, not the HTTP state, so any caller that creates loans can queue them.
+pub async fn loan_created(pool: &PgPool, redis: Option<&Pool>, tz: Tz, loan_id: i64, due_on: NaiveDate) {
+    let Some(redis) = redis else { return };
     let scheduled = async {
-        let now = store::clock::now(&state.pool).await.map_err(StepError::from)?;
+        let now = store::clock::now(pool).await.map_err(StepError::from)?;
         let planned = plan::plan(loan_id, due_on, now, tz);
         ReminderQueue::new(redis.clone())
             .schedule(&planned)
@@ -69,8 +71,8 @@ pub async fn loan_created(state: &AppState, loan_id: i64, due_on: NaiveDate) {
 
 /// Removes the reminders of a loan just returned. Never fails the request: a reminder left
 /// queued is dropped by the consumer, which finds the loan returned in Postgres.
-pub async fn loan_returned(state: &AppState, loan_id: i64) {
-    let Some(redis) = &state.redis else { return };
+pub async fn loan_returned(redis: Option<&Pool>, loan_id: i64) {
+    let Some(redis) = redis else { return };
     if let Err(error) = ReminderQueue::new(redis.clone()).cancel(loan_id).await {
         tracing::warn!(loan.id = loan_id, %error, "loan reminders not cancelled; the consumer will drop them");
     }

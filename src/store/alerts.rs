@@ -9,7 +9,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::PageRequest;
-use crate::alerts::conditions::NewAlert;
+use crate::domain::alert::NewAlert;
 
 #[derive(Debug, Clone)]
 pub struct AlertRow {

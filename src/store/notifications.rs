@@ -7,7 +7,7 @@
 use chrono::{DateTime, NaiveDate, Utc};
 
 use super::PageRequest;
-use crate::reminders::{Reminder, ReminderKind};
+use crate::domain::reminder::{Reminder, ReminderKind};
 
 /// A notification, with its kind parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]

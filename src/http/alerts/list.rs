@@ -6,7 +6,7 @@ use crate::alerts::{Alert, AlertState};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Query};
 use crate::http::pagination::{Page, PageParams};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 /// Which alerts to list.

@@ -8,7 +8,7 @@ use crate::domain::text;
 use crate::http::error::{ApiError, FieldError, Problem};
 use crate::http::extract::Json;
 use crate::http::response::Created;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 #[derive(Debug, Deserialize, ToSchema)]

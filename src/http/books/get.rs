@@ -3,7 +3,7 @@ use axum::extract::State;
 use super::Book;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 /// A book copy, and whether it is on loan.

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store::books::BookRow;
 
 pub fn routes() -> OpenApiRouter<AppState> {

@@ -5,7 +5,7 @@ use chrono_tz::Tz;
 
 use crate::lock::LockView;
 use crate::reminders::{self, QueueStats};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store::alerts::AlertRow;
 use crate::store::attempts::AttemptRow;
 use crate::store::dashboard::FineTotal;

@@ -30,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::sync::Semaphore;
 
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Dashboard renders allowed at once in one process.
 pub const CONCURRENT_RENDERS: usize = 2;

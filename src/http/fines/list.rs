@@ -8,7 +8,7 @@ use crate::domain::{FineStatus, month_start};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Query};
 use crate::http::pagination::{Page, PageParams, PageRequest};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 use crate::store::fines::FineFilter;
 

@@ -12,7 +12,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::FineStatus;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store::fines::FineRow;
 
 pub fn routes() -> OpenApiRouter<AppState> {

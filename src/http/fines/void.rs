@@ -6,7 +6,7 @@ use super::Fine;
 use crate::domain::{FineStatus, text};
 use crate::http::error::{ApiError, Problem, ResultExt};
 use crate::http::extract::{Json, Path};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 #[derive(Debug, Deserialize, ToSchema)]

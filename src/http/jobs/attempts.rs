@@ -4,7 +4,7 @@ use super::{Attempt, job_named};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path, Query};
 use crate::http::pagination::{Page, PageParams};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 /// The attempt timeline, newest first: every fire every replica handled, won or not.

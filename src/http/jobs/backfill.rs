@@ -8,7 +8,7 @@ use super::{database_now, ended_dates, job_named, start_manual};
 use crate::http::dates;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path};
-use crate::startup::AppState;
+use crate::state::AppState;
 
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]

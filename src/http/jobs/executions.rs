@@ -4,7 +4,7 @@ use super::{Execution, job_named};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path, Query};
 use crate::http::pagination::{Page, PageParams};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 /// The job's execution records, newest first: one per business date per run.

@@ -7,7 +7,7 @@ use crate::http::extract::{Json, Path};
 use crate::http::locks::Lock;
 use crate::jobs::SettleJob;
 use crate::schedule::settle_target;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 /// How many upcoming fires the job view shows.

@@ -5,7 +5,7 @@ use super::get::describe;
 use crate::http::error::ApiError;
 use crate::http::extract::Json;
 use crate::http::pagination::Page;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// The scheduled jobs (a single page).
 #[utoipa::path(

@@ -20,7 +20,7 @@ use super::locks::Lock;
 use crate::domain::business_date;
 use crate::jobs::{Plan, Refused, SettleJob, Started};
 use crate::settlement::Trigger;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 use crate::store::attempts::AttemptRow;
 use crate::store::executions::ExecutionRow;

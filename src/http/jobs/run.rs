@@ -10,7 +10,7 @@ use super::{Execution, database_now, ended_dates, job_named, start_manual};
 use crate::http::dates;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 #[derive(Debug, Deserialize, Serialize, ToSchema)]

@@ -11,7 +11,7 @@ use crate::http::error::{ApiError, FieldError, Problem, ResultExt};
 use crate::http::extract::Json;
 use crate::http::idempotency::{Begin, IdempotencyKey};
 use crate::http::response::Created;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 /// The scope of this route's idempotency keys.
@@ -118,6 +118,7 @@ pub async fn create_loan(
         "book lent"
     );
     // After the commit, so a rolled-back loan gets no reminder; never fails the request.
-    crate::reminders::loan_created(&state, loan.id, loan.due_on).await;
+    let (redis, tz) = (state.redis.as_ref(), state.settings.business_tz);
+    crate::reminders::loan_created(&state.pool, redis, tz, loan.id, loan.due_on).await;
     Ok(Created::new(loan.location(), loan).into_response())
 }

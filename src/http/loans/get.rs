@@ -3,7 +3,7 @@ use axum::extract::State;
 use super::Loan;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 /// A loan, with its status on today's business date.

@@ -6,7 +6,7 @@ use super::{Loan, LoanStatus};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Query};
 use crate::http::pagination::{Page, PageParams};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 use crate::store::loans::LoanFilter;
 

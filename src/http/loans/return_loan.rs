@@ -11,7 +11,7 @@ use crate::domain::business_date;
 use crate::http::dates;
 use crate::http::error::{ApiError, Problem, ResultExt};
 use crate::http::extract::{Json, Path};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -73,7 +73,7 @@ pub async fn return_loan(
         Some(row) => {
             tracing::info!(loan.id = row.id, %returned_on, "book returned");
             // A returned loan gets no reminder; never fails the request.
-            crate::reminders::loan_returned(&state, row.id).await;
+            crate::reminders::loan_returned(state.redis.as_ref(), row.id).await;
             Ok(Json(Loan::new(row, business_date(now, tz))))
         }
         // Nothing open to return: say why.

@@ -4,7 +4,7 @@ use super::Lock;
 use crate::http::error::ApiError;
 use crate::http::extract::Json;
 use crate::http::pagination::Page;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Every job lock, held or not (a single page).
 #[utoipa::path(

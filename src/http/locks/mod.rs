@@ -7,7 +7,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::lock::LockView;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 mod list;
 

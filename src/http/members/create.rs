@@ -7,7 +7,7 @@ use crate::domain::text;
 use crate::http::error::{ApiError, FieldError, Problem, ResultExt};
 use crate::http::extract::Json;
 use crate::http::response::Created;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 #[derive(Debug, Deserialize, ToSchema)]

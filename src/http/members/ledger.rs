@@ -8,7 +8,7 @@ use crate::domain::LedgerKind;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path, Query};
 use crate::http::pagination::{Page, PageParams};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 use crate::store::ledger::LedgerEntryRow;
 

@@ -4,7 +4,7 @@ use super::Member;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Query};
 use crate::http::pagination::{Page, PageParams};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 /// Members in registration order.

@@ -14,7 +14,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::error::ApiError;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 use crate::store::members::MemberRow;
 

@@ -7,7 +7,7 @@ use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path, Query};
 use crate::http::pagination::{Page, PageParams};
 use crate::reminders::ReminderKind;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 use crate::store::notifications::NotificationRow;
 

@@ -8,7 +8,7 @@ use super::ledger::LedgerEntry;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Json, Path};
 use crate::http::idempotency::{Begin, IdempotencyKey};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::store;
 
 /// The largest payment accepted, in cents (100 million in major units): far above any real
