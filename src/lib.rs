@@ -20,4 +20,5 @@ pub mod startup;
 pub mod state;
 pub mod store;
 pub mod telemetry;
+pub mod ticks;
 pub mod tls;

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use sqlx::PgPool;
-use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
 use super::webhook::{DeliveryPolicy, Webhook};
@@ -13,6 +12,7 @@ use super::{AlertRules, deliver_due, evaluate_once, register};
 use crate::config::Settings;
 use crate::domain::alert::AlertKind;
 use crate::jobs::SettleJob;
+use crate::ticks::Ticks;
 
 /// What [`run_alert_worker`] runs, and how often.
 #[derive(Debug, Clone)]
@@ -64,13 +64,8 @@ pub async fn run_alert_worker(pool: PgPool, config: AlertWorkerConfig, stop: Can
 async fn evaluation_loop(pool: &PgPool, config: &AlertWorkerConfig, stop: &CancellationToken) {
     let rules = &config.rules;
     let mut registered = false;
-    let mut ticker = tokio::time::interval(config.evaluate_every);
-    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            _ = ticker.tick() => {}
-        }
+    let mut ticks = Ticks::new(config.evaluate_every, stop);
+    while ticks.next().await {
         if !registered {
             match register(pool, &rules.task_name).await {
                 Ok(()) => registered = true,
@@ -88,13 +83,8 @@ async fn evaluation_loop(pool: &PgPool, config: &AlertWorkerConfig, stop: &Cance
 }
 
 async fn delivery_loop(pool: &PgPool, webhook: &Webhook, config: &AlertWorkerConfig, stop: &CancellationToken) {
-    let mut ticker = tokio::time::interval(config.deliver_every);
-    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            _ = ticker.tick() => {}
-        }
+    let mut ticks = Ticks::new(config.deliver_every, stop);
+    while ticks.next().await {
         // Keep going while whole batches come back: a backlog drains without waiting for ticks.
         loop {
             match deliver_due(pool, webhook, &config.delivery).await {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use deadpool_redis::Pool;
 use sqlx::PgPool;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::consumer::{ConsumerConfig, StepError, consume_once};
@@ -22,6 +22,7 @@ use super::reaper::reap_expired;
 use super::reconciler::reconcile;
 use crate::config::Settings;
 use crate::store;
+use crate::ticks::Ticks;
 
 /// What [`run_reminder_worker`] runs, and how often.
 #[derive(Debug, Clone)]
@@ -60,14 +61,9 @@ pub async fn run_reminder_worker(pool: PgPool, redis: Pool, config: ReminderWork
     let mut redis_outage = Outage::new("Redis");
     let mut database_outage = Outage::new("PostgreSQL");
     let mut next_reconcile = Instant::now();
-    let mut ticker = tokio::time::interval(config.poll_every);
-    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut ticks = Ticks::new(config.poll_every, &stop);
     tracing::info!(reminders.queue = queue.queue_key(), "reminder worker started");
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => break,
-            _ = ticker.tick() => {}
-        }
+    while ticks.next().await {
         let now = match store::clock::now(&pool).await {
             Ok(now) => now,
             Err(error) => {

@@ -22,7 +22,7 @@ use chrono::NaiveDate;
 use sqlx::PgConnection;
 use tokio_util::sync::CancellationToken;
 
-use super::batches::KeysetWalk;
+use super::batches::walk_batches;
 use super::{RunContext, SettleError};
 use crate::domain::month_start;
 
@@ -36,23 +36,7 @@ pub async fn accrue(
     date: NaiveDate,
     abort: &CancellationToken,
 ) -> Result<i64, SettleError> {
-    let month = month_start(date);
-    let mut walk = KeysetWalk::new("accrue", ctx.batch_size);
-    while let Some(after_loan) = walk.next(abort)? {
-        // Unnamed, so planned with this batch's values (see "Plans" in the module docs of
-        // `settlement`).
-        let batch = sqlx::query_as(ACCRUE_BATCH)
-            .bind(after_loan)
-            .bind(ctx.batch_size)
-            .bind(date)
-            .bind(month)
-            .bind(ctx.fencing_token)
-            .persistent(false)
-            .fetch_one(&mut *conn)
-            .await?;
-        walk.record(batch);
-    }
-    Ok(walk.written())
+    walk_batches(conn, "accrue", ACCRUE_BATCH, ctx, (date, month_start(date)), abort).await
 }
 
 /// One batch: $1 last loan id of the previous batch, $2 batch size, $3 the business date D,

@@ -24,7 +24,7 @@ use chrono::NaiveDate;
 use sqlx::PgConnection;
 use tokio_util::sync::CancellationToken;
 
-use super::batches::KeysetWalk;
+use super::batches::walk_batches;
 use super::{RunContext, SettleError};
 use crate::domain::month_start;
 
@@ -39,21 +39,7 @@ pub async fn accrue_changes(
     abort: &CancellationToken,
 ) -> Result<i64, SettleError> {
     let start_month = month_start(ctx.start_date);
-    let mut walk = KeysetWalk::new("accrue_changes", ctx.batch_size);
-    while let Some(after_change) = walk.next(abort)? {
-        // unnamed, so planned with this batch's values (see "Plans" in `settlement`)
-        let batch = sqlx::query_as(CHANGE_BATCH)
-            .bind(after_change)
-            .bind(ctx.batch_size)
-            .bind(as_of)
-            .bind(start_month)
-            .bind(ctx.fencing_token)
-            .persistent(false)
-            .fetch_one(&mut *conn)
-            .await?;
-        walk.record(batch);
-    }
-    Ok(walk.written())
+    walk_batches(conn, "accrue_changes", CHANGE_BATCH, ctx, (as_of, start_month), abort).await
 }
 
 /// One batch: $1 last queue id of the previous batch, $2 batch size, $3 the as-of date E,
