@@ -21,6 +21,10 @@ use env::Env;
 /// The default database: the local PostgreSQL of a developer machine. Created when missing.
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/finesettle";
 
+/// The variable naming this replica ([`Settings::instance_id`]). Telemetry reads it too, before the
+/// settings exist, to name the replica in `service.instance.id` alike.
+pub const INSTANCE_ID_VAR: &str = "FINESETTLE_INSTANCE_ID";
+
 /// Which store holds the job lock. Fencing is enforced by PostgreSQL either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockBackend {
@@ -130,7 +134,7 @@ impl Settings {
             redis_url,
             http_addr: env.parse("FINESETTLE_HTTP_ADDR", "0.0.0.0:8080", "an address such as 0.0.0.0:8080")?,
             instance_id: env
-                .optional_string("FINESETTLE_INSTANCE_ID")
+                .optional_string(INSTANCE_ID_VAR)
                 .unwrap_or_else(default_instance_id),
             business_tz: env.parse("FINESETTLE_BUSINESS_TZ", "Asia/Shanghai", "an IANA time zone such as Asia/Shanghai")?,
             daily_fine_cents: env.ranged("FINESETTLE_DAILY_FINE_CENTS", 50, 0, crate::domain::MAX_DAILY_FINE_CENTS)?,
@@ -152,8 +156,9 @@ impl Settings {
     }
 }
 
-/// Host name plus process id: unique among replicas on one host, readable in an operator's view.
-fn default_instance_id() -> String {
+/// Who this replica is when [`INSTANCE_ID_VAR`] is unset: host name plus process id, unique among
+/// replicas on one host, readable in an operator's view.
+pub fn default_instance_id() -> String {
     let host = gethostname::gethostname().to_string_lossy().into_owned();
     format!("{host}-{}", std::process::id())
 }

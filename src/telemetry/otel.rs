@@ -1,72 +1,68 @@
-//! OpenTelemetry export, configured only by the standard `OTEL_*` variables.
+//! OpenTelemetry export over OTLP/HTTP with protobuf bodies, configured by the standard `OTEL_*`
+//! variables.
 //!
-//! Each signal (traces, metrics, logs) is exported over OTLP/HTTP with protobuf bodies when an
-//! endpoint for it is set: `OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT` (used as is) or
-//! `OTEL_EXPORTER_OTLP_ENDPOINT` (a base URL, `/v1/<signal>` appended). With neither set the
-//! signal is simply off: no exporter, no thread, no connection attempt, no message. Settings the
-//! OTLP exporter and the SDK read themselves (`OTEL_EXPORTER_OTLP_HEADERS`, `..._TIMEOUT`,
-//! `..._COMPRESSION`, `OTEL_METRIC_EXPORT_INTERVAL`, `OTEL_BSP_*`, `OTEL_BLRP_*`,
-//! `OTEL_TRACES_SAMPLER`) keep their standard meaning.
+//! The exporter and the SDK read those variables themselves (as of opentelemetry-otlp and
+//! opentelemetry_sdk 0.33): the endpoint of each signal (`OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT` as
+//! is, else `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/<signal>` appended), `..._HEADERS`,
+//! `..._TIMEOUT`, `..._COMPRESSION`, `OTEL_TRACES_SAMPLER`, `OTEL_METRIC_EXPORT_INTERVAL`,
+//! `OTEL_BSP_*` and `OTEL_BLRP_*`. This module adds only what they lack:
+//!
+//! - a signal with no endpoint is off: no exporter, no thread, no connection attempt, no message
+//!   (the exporter's own default is `http://localhost:4318`);
+//! - `OTEL_SDK_DISABLED` and `OTEL_{TRACES,METRICS,LOGS}_EXPORTER` (`otlp`, `none`), which neither
+//!   crate reads;
+//! - a protocol other than `http/protobuf` turns its signal off: this build has neither gRPC nor
+//!   JSON, and the exporter would ignore the setting silently and send protobuf to a collector
+//!   that expects something else, failing on every export;
+//! - the resource: the SDK's `EnvResourceDetector` neither percent-decodes
+//!   `OTEL_RESOURCE_ATTRIBUTES` nor rejects a malformed value, its `service.name` default is
+//!   `unknown_service:<executable>`, and it knows no `service.instance.id`.
 //!
 //! Misconfiguration never stops the service: the signal concerned is not exported and the reason
 //! is logged once at start-up as a warning.
 
 use opentelemetry::KeyValue;
-use opentelemetry_otlp::{Protocol, WithExportConfig};
+use opentelemetry_otlp as otlp;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::resource::TelemetryResourceDetector;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 
+use crate::config;
+
 /// `service.name` when neither `OTEL_SERVICE_NAME` nor `OTEL_RESOURCE_ATTRIBUTES` names one.
 pub const DEFAULT_SERVICE_NAME: &str = "finesettle";
 
-/// The only OTLP protocol this build speaks (the exporter is compiled with `http-proto` only).
-const HTTP_PROTOBUF: &str = "http/protobuf";
+/// The only protocol this build speaks (the exporter is compiled with `http-proto` alone).
+const HTTP_PROTOBUF: &str = otlp::OTEL_EXPORTER_OTLP_PROTOCOL_HTTP_PROTOBUF;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
-    Traces,
-    Metrics,
-    Logs,
+/// A signal and the variables that decide whether it is exported.
+struct Signal {
+    name: &'static str,
+    exporter: &'static str,
+    endpoint: &'static str,
+    protocol: &'static str,
 }
 
-impl Signal {
-    pub const ALL: [Signal; 3] = [Signal::Traces, Signal::Metrics, Signal::Logs];
-
-    fn name(self) -> &'static str {
-        match self {
-            Signal::Traces => "traces",
-            Signal::Metrics => "metrics",
-            Signal::Logs => "logs",
-        }
-    }
-
-    fn endpoint_var(self) -> &'static str {
-        match self {
-            Signal::Traces => "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-            Signal::Metrics => "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-            Signal::Logs => "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
-        }
-    }
-
-    fn protocol_var(self) -> &'static str {
-        match self {
-            Signal::Traces => "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-            Signal::Metrics => "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
-            Signal::Logs => "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL",
-        }
-    }
-
-    fn exporter_var(self) -> &'static str {
-        match self {
-            Signal::Traces => "OTEL_TRACES_EXPORTER",
-            Signal::Metrics => "OTEL_METRICS_EXPORTER",
-            Signal::Logs => "OTEL_LOGS_EXPORTER",
-        }
-    }
-}
+const TRACES: Signal = Signal {
+    name: "traces",
+    exporter: "OTEL_TRACES_EXPORTER",
+    endpoint: otlp::OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    protocol: otlp::OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
+};
+const METRICS: Signal = Signal {
+    name: "metrics",
+    exporter: "OTEL_METRICS_EXPORTER",
+    endpoint: otlp::OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
+    protocol: otlp::OTEL_EXPORTER_OTLP_METRICS_PROTOCOL,
+};
+const LOGS: Signal = Signal {
+    name: "logs",
+    exporter: "OTEL_LOGS_EXPORTER",
+    endpoint: otlp::OTEL_EXPORTER_OTLP_LOGS_ENDPOINT,
+    protocol: otlp::OTEL_EXPORTER_OTLP_LOGS_PROTOCOL,
+};
 
 /// A setting that was ignored, and why. Logged as a warning once the subscriber is installed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,13 +91,14 @@ impl Problem {
     }
 }
 
-/// Where each signal goes (`None`: not exported) and what the resource says about this process.
+/// Which signals are exported (the endpoint setting that turned each on; `None`: off) and what
+/// the resource says about this process.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OtelConfig {
     pub traces: Option<String>,
     pub metrics: Option<String>,
     pub logs: Option<String>,
-    pub resource: Vec<KeyValue>,
+    pub resource: Resource,
     pub problems: Vec<Problem>,
 }
 
@@ -110,8 +107,8 @@ impl OtelConfig {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
-    /// Resolves the configuration from `lookup` (the process environment in production, a map
-    /// in tests). Empty values count as unset, as the OpenTelemetry specification asks.
+    /// Decides from `lookup` (the process environment in production, a map in tests). Empty
+    /// values count as unset, as the OpenTelemetry specification asks.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
         let get = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
         let mut problems = Vec::new();
@@ -123,120 +120,86 @@ impl OtelConfig {
                 signal_endpoint(signal, &get, &mut problems)
             }
         };
-        let (traces, metrics, logs) = (
-            endpoint(Signal::Traces),
-            endpoint(Signal::Metrics),
-            endpoint(Signal::Logs),
-        );
-        let resource = resource_attributes(&get, &mut problems);
         OtelConfig {
-            traces,
-            metrics,
-            logs,
-            resource,
+            traces: endpoint(&TRACES),
+            metrics: endpoint(&METRICS),
+            logs: endpoint(&LOGS),
+            resource: resource(&get, &mut problems),
             problems,
-        }
-    }
-
-    pub fn endpoint(&self, signal: Signal) -> Option<&str> {
-        match signal {
-            Signal::Traces => self.traces.as_deref(),
-            Signal::Metrics => self.metrics.as_deref(),
-            Signal::Logs => self.logs.as_deref(),
         }
     }
 }
 
-/// The URL `signal` is exported to, or `None` when it is not exported.
+/// The endpoint setting of a signal that is exported, or `None` when it is not. Where exactly it
+/// goes (a base URL gets `/v1/<signal>`) the exporter resolves itself.
 fn signal_endpoint(
-    signal: Signal,
+    signal: &Signal,
     get: &impl Fn(&str) -> Option<String>,
     problems: &mut Vec<Problem>,
 ) -> Option<String> {
-    if let Some(exporters) = get(signal.exporter_var()) {
+    if let Some(exporters) = get(signal.exporter) {
         let names: Vec<&str> = exporters.split(',').map(str::trim).collect();
-        let unsupported: Vec<&str> = names
+        let ignored: Vec<&str> = names
             .iter()
             .copied()
             .filter(|n| !matches!(*n, "otlp" | "none"))
             .collect();
-        if !unsupported.is_empty() {
-            problems.push(Problem::new(
-                signal.exporter_var(),
-                &exporters,
-                format!("only otlp is supported; {} ignored", unsupported.join(", ")),
-            ));
+        if !ignored.is_empty() {
+            let reason = format!("only otlp is supported; {} ignored", ignored.join(", "));
+            problems.push(Problem::new(signal.exporter, &exporters, reason));
         }
         if !names.contains(&"otlp") {
             return None;
         }
     }
-    let endpoint = get(signal.endpoint_var()).or_else(|| {
-        get("OTEL_EXPORTER_OTLP_ENDPOINT").map(|base| format!("{}/v1/{}", base.trim_end_matches('/'), signal.name()))
-    })?;
-    let protocol_var = if get(signal.protocol_var()).is_some() {
-        signal.protocol_var()
-    } else {
-        "OTEL_EXPORTER_OTLP_PROTOCOL"
-    };
-    if let Some(protocol) = get(protocol_var).filter(|p| p != HTTP_PROTOBUF) {
-        problems.push(Problem::new(
-            protocol_var,
-            protocol,
-            format!("only {HTTP_PROTOBUF} is supported; {} are not exported", signal.name()),
-        ));
+    let endpoint = get(signal.endpoint).or_else(|| get(otlp::OTEL_EXPORTER_OTLP_ENDPOINT))?;
+    let protocol = [signal.protocol, otlp::OTEL_EXPORTER_OTLP_PROTOCOL]
+        .into_iter()
+        .find_map(|var| Some((var, get(var)?)));
+    if let Some((var, protocol)) = protocol.filter(|(_, protocol)| protocol != HTTP_PROTOBUF) {
+        let reason = format!("only {HTTP_PROTOBUF} is supported; {} are not exported", signal.name);
+        problems.push(Problem::new(var, protocol, reason));
         return None;
     }
     Some(endpoint)
 }
 
-/// The resource attributes: `OTEL_RESOURCE_ATTRIBUTES`, then `service.name` (from
-/// `OTEL_SERVICE_NAME`, else the attributes, else "finesettle") and `service.instance.id`.
+/// The resource, later entries winning: the defaults, the SDK's `telemetry.sdk.*`,
+/// `OTEL_RESOURCE_ATTRIBUTES`, then `OTEL_SERVICE_NAME` and `FINESETTLE_INSTANCE_ID`.
 ///
-/// `service.instance.id` is `FINESETTLE_INSTANCE_ID` when set, the same id the replica writes as
+/// `service.instance.id` is the replica's id as `config` resolves it, the one it writes as
 /// `locked_by` and `instance_id`, so a metric series, a lock row and an execution record name the
-/// replica alike. Without it, host name plus process id (the service's own default instance id):
-/// every replica needs a distinct id, or their cumulative series collide in the backend.
-fn resource_attributes(get: &impl Fn(&str) -> Option<String>, problems: &mut Vec<Problem>) -> Vec<KeyValue> {
-    let mut attributes = match get("OTEL_RESOURCE_ATTRIBUTES").map(|raw| parse_resource_attributes(&raw)) {
-        None => Vec::new(),
-        Some(Ok(pairs)) => pairs,
-        Some(Err(reason)) => {
-            let value = get("OTEL_RESOURCE_ATTRIBUTES").unwrap_or_default();
-            problems.push(Problem::new("OTEL_RESOURCE_ATTRIBUTES", value, reason));
+/// replica alike; every replica needs a distinct id, or their cumulative series collide.
+fn resource(get: &impl Fn(&str) -> Option<String>, problems: &mut Vec<Problem>) -> Resource {
+    let attributes = get("OTEL_RESOURCE_ATTRIBUTES").map_or_else(Vec::new, |raw| {
+        parse_resource_attributes(&raw).unwrap_or_else(|reason| {
+            problems.push(Problem::new("OTEL_RESOURCE_ATTRIBUTES", raw, reason));
             Vec::new()
-        }
-    };
-    let mut set = |key: &'static str, value: Option<String>, fallback: &dyn Fn() -> String| {
-        let given = attributes.iter().position(|(k, _)| k == key);
-        match (value, given) {
-            (Some(value), Some(index)) => attributes[index].1 = value,
-            (Some(value), None) => attributes.push((key.to_owned(), value)),
-            (None, Some(_)) => {}
-            (None, None) => attributes.push((key.to_owned(), fallback())),
-        }
-    };
-    set("service.name", get("OTEL_SERVICE_NAME"), &|| {
-        DEFAULT_SERVICE_NAME.to_owned()
+        })
     });
-    set(
-        "service.instance.id",
-        get("FINESETTLE_INSTANCE_ID"),
-        &default_instance_id,
-    );
-    set("service.version", None, &|| env!("CARGO_PKG_VERSION").to_owned());
-    attributes.into_iter().map(|(k, v)| KeyValue::new(k, v)).collect()
-}
-
-/// Host name plus process id, as `config` computes the default `FINESETTLE_INSTANCE_ID`.
-fn default_instance_id() -> String {
-    let host = gethostname::gethostname().to_string_lossy().into_owned();
-    format!("{host}-{}", std::process::id())
+    let overrides = [
+        ("service.name", get("OTEL_SERVICE_NAME")),
+        ("service.instance.id", get(config::INSTANCE_ID_VAR)),
+    ];
+    Resource::builder_empty()
+        .with_attributes([
+            KeyValue::new("service.name", DEFAULT_SERVICE_NAME),
+            KeyValue::new("service.instance.id", config::default_instance_id()),
+            KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+        ])
+        .with_detector(Box::new(TelemetryResourceDetector))
+        .with_attributes(attributes)
+        .with_attributes(
+            overrides
+                .into_iter()
+                .filter_map(|(key, value)| Some(KeyValue::new(key, value?))),
+        )
+        .build()
 }
 
 /// Parses `key1=value1,key2=value2` with percent-encoded values. Any malformed entry discards the
 /// whole value, as the specification asks, rather than exporting half of what was meant.
-fn parse_resource_attributes(raw: &str) -> Result<Vec<(String, String)>, String> {
+fn parse_resource_attributes(raw: &str) -> Result<Vec<KeyValue>, String> {
     raw.split(',')
         .filter(|entry| !entry.trim().is_empty())
         .map(|entry| {
@@ -248,7 +211,7 @@ fn parse_resource_attributes(raw: &str) -> Result<Vec<(String, String)>, String>
                 return Err(format!("entry {entry:?} has an empty key"));
             }
             let value = percent_decode(value.trim()).ok_or_else(|| format!("entry {entry:?} has a bad % escape"))?;
-            Ok((key.to_owned(), value))
+            Ok(KeyValue::new(key.to_owned(), value))
         })
         .collect()
 }
@@ -280,64 +243,39 @@ pub struct Providers {
 }
 
 impl Providers {
-    /// Builds a provider for every signal that has an endpoint. An exporter that cannot be built
-    /// (a malformed URL) leaves its signal off and is reported in `problems`.
+    /// Builds a provider for every signal that is on. Each exporter reads its own settings from
+    /// the environment.
     pub fn build(config: &OtelConfig, problems: &mut Vec<Problem>) -> Providers {
-        let resource = Resource::builder_empty()
-            .with_detectors(&[Box::new(TelemetryResourceDetector)])
-            .with_attributes(config.resource.iter().cloned())
-            .build();
-        let mut providers = Providers::default();
-        for signal in Signal::ALL {
-            let Some(endpoint) = config.endpoint(signal) else {
-                continue;
-            };
-            let built = match signal {
-                Signal::Traces => opentelemetry_otlp::SpanExporter::builder()
-                    .with_http()
-                    .with_protocol(Protocol::HttpBinary)
-                    .with_endpoint(endpoint)
+        let resource = &config.resource;
+        let traces = exporter(&TRACES, &config.traces, problems, || {
+            otlp::SpanExporter::builder().with_http().build()
+        });
+        let metrics = exporter(&METRICS, &config.metrics, problems, || {
+            otlp::MetricExporter::builder().with_http().build()
+        });
+        let logs = exporter(&LOGS, &config.logs, problems, || {
+            otlp::LogExporter::builder().with_http().build()
+        });
+        Providers {
+            tracer: traces.map(|exporter| {
+                SdkTracerProvider::builder()
+                    .with_batch_exporter(exporter)
+                    .with_resource(resource.clone())
                     .build()
-                    .map(|exporter| {
-                        providers.tracer = Some(
-                            SdkTracerProvider::builder()
-                                .with_batch_exporter(exporter)
-                                .with_resource(resource.clone())
-                                .build(),
-                        );
-                    }),
-                Signal::Metrics => opentelemetry_otlp::MetricExporter::builder()
-                    .with_http()
-                    .with_protocol(Protocol::HttpBinary)
-                    .with_endpoint(endpoint)
+            }),
+            meter: metrics.map(|exporter| {
+                SdkMeterProvider::builder()
+                    .with_reader(PeriodicReader::builder(exporter).build())
+                    .with_resource(resource.clone())
                     .build()
-                    .map(|exporter| {
-                        providers.meter = Some(
-                            SdkMeterProvider::builder()
-                                .with_reader(PeriodicReader::builder(exporter).build())
-                                .with_resource(resource.clone())
-                                .build(),
-                        );
-                    }),
-                Signal::Logs => opentelemetry_otlp::LogExporter::builder()
-                    .with_http()
-                    .with_protocol(Protocol::HttpBinary)
-                    .with_endpoint(endpoint)
+            }),
+            logger: logs.map(|exporter| {
+                SdkLoggerProvider::builder()
+                    .with_batch_exporter(exporter)
+                    .with_resource(resource.clone())
                     .build()
-                    .map(|exporter| {
-                        providers.logger = Some(
-                            SdkLoggerProvider::builder()
-                                .with_batch_exporter(exporter)
-                                .with_resource(resource.clone())
-                                .build(),
-                        );
-                    }),
-            };
-            if let Err(error) = built {
-                problems.push(Problem::new(signal.endpoint_var(), endpoint, error.to_string()));
-            }
+            }),
         }
-        providers
     }
 
     /// Exports what is buffered and stops the background threads. Blocks until the collector
@@ -356,22 +294,34 @@ impl Providers {
     }
 }
 
+/// The exporter of `signal` when it is on. One that cannot be built (a malformed URL) leaves its
+/// signal off, with the reason in `problems`.
+fn exporter<E>(
+    signal: &Signal,
+    endpoint: &Option<String>,
+    problems: &mut Vec<Problem>,
+    build: impl FnOnce() -> Result<E, otlp::ExporterBuildError>,
+) -> Option<E> {
+    let endpoint = endpoint.as_deref()?;
+    build()
+        .map_err(|error| problems.push(Problem::new(signal.endpoint, endpoint, error.to_string())))
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    use opentelemetry::Key;
 
     fn config(vars: &[(&str, &str)]) -> OtelConfig {
         let map: HashMap<&str, &str> = vars.iter().copied().collect();
         OtelConfig::from_lookup(|name| map.get(name).map(|v| (*v).to_owned()))
     }
 
-    fn attribute(config: &OtelConfig, key: &str) -> Option<String> {
-        config
-            .resource
-            .iter()
-            .find(|kv| kv.key.as_str() == key)
-            .map(|kv| kv.value.to_string())
+    fn attribute(config: &OtelConfig, key: &'static str) -> Option<String> {
+        config.resource.get(&Key::from_static_str(key)).map(|v| v.to_string())
     }
 
     #[test]
@@ -381,14 +331,15 @@ mod tests {
         assert!(config.problems.is_empty(), "{:?}", config.problems);
     }
 
+    /// Where each goes (`/v1/<signal>` after a base URL) the exporter decides: tests/telemetry.
     #[test]
-    fn the_base_endpoint_gets_the_signal_path_and_a_signal_endpoint_is_used_as_is() {
+    fn a_signal_is_on_with_its_own_endpoint_or_the_base_one() {
         let config = config(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/"),
             ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://metrics:9000/ingest"),
         ]);
-        assert_eq!(config.traces.as_deref(), Some("http://collector:4318/v1/traces"));
-        assert_eq!(config.logs.as_deref(), Some("http://collector:4318/v1/logs"));
+        assert_eq!(config.traces.as_deref(), Some("http://collector:4318/"));
+        assert_eq!(config.logs.as_deref(), Some("http://collector:4318/"));
         assert_eq!(config.metrics.as_deref(), Some("http://metrics:9000/ingest"));
     }
 
@@ -407,7 +358,7 @@ mod tests {
             ("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "http/protobuf"),
         ]);
         assert_eq!((config.traces.as_deref(), config.metrics.as_deref()), (None, None));
-        assert_eq!(config.logs.as_deref(), Some("http://c:4317/v1/logs"));
+        assert_eq!(config.logs.as_deref(), Some("http://c:4317"));
         assert_eq!(config.problems.len(), 2);
         assert!(
             config
@@ -453,7 +404,7 @@ mod tests {
             ("FINESETTLE_INSTANCE_ID", "replica-2"),
             (
                 "OTEL_RESOURCE_ATTRIBUTES",
-                "deployment.environment.name=prod, team = lending%2Cfines ,",
+                "deployment.environment.name=prod, team = lending%2Cfines ,service.instance.id=x",
             ),
         ]);
         assert_eq!(attribute(&config, "service.instance.id").as_deref(), Some("replica-2"));
@@ -463,6 +414,17 @@ mod tests {
         );
         assert_eq!(attribute(&config, "team").as_deref(), Some("lending,fines"));
         assert!(attribute(&config, "service.version").is_some());
+        assert!(attribute(&config, "telemetry.sdk.name").is_some());
+    }
+
+    #[test]
+    fn without_finesettle_instance_id_the_configs_default_applies_unless_the_attributes_name_one() {
+        assert_eq!(
+            attribute(&config(&[]), "service.instance.id"),
+            Some(config::default_instance_id())
+        );
+        let named = config(&[("OTEL_RESOURCE_ATTRIBUTES", "service.instance.id=pod-7")]);
+        assert_eq!(attribute(&named, "service.instance.id").as_deref(), Some("pod-7"));
     }
 
     #[test]

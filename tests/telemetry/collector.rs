@@ -25,6 +25,7 @@ use prost::Message;
 pub struct Received {
     pub path: String,
     pub content_type: String,
+    pub headers: HeaderMap,
     pub body: Bytes,
 }
 
@@ -50,6 +51,7 @@ impl Collector {
                 store.lock().unwrap().push(Received {
                     path: uri.path().to_owned(),
                     content_type,
+                    headers,
                     body,
                 });
                 // An empty body is a valid Export*ServiceResponse: everything accepted.

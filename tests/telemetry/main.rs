@@ -9,3 +9,4 @@ mod collector;
 
 mod export;
 mod no_endpoint;
+mod standard_variables;
