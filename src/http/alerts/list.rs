@@ -3,7 +3,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::alerts::{Alert, AlertState};
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
 use crate::http::pagination::{Page, PageParams};
 use crate::state::AppState;
@@ -59,10 +59,8 @@ pub struct StateParams {
     params(StateParams),
     responses(
         (status = 200, description = "A page of alerts, newest first", body = Page<Alert>),
-        (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid state, limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid state, limit or cursor"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn list_alerts(
     State(state): State<AppState>,

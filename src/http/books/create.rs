@@ -5,7 +5,7 @@ use utoipa::ToSchema;
 use super::Book;
 use super::isbn::normalize_isbn;
 use crate::domain::text;
-use crate::http::error::{ApiError, FieldError, Problem};
+use crate::http::error::{ApiError, FieldError};
 use crate::http::extract::Json;
 use crate::http::response::Created;
 use crate::state::AppState;
@@ -62,10 +62,8 @@ impl NewBook {
     responses(
         (status = 201, description = "Created", body = Book,
             headers(("Location" = String, description = "The book's URL"))),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid fields", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid fields"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn create_book(State(state): State<AppState>, Json(body): Json<NewBook>) -> Result<Created<Book>, ApiError> {
     let (title, isbn) = body.validate()?;

@@ -5,7 +5,7 @@ use utoipa::IntoParams;
 
 use super::{Fine, fine_status_schema};
 use crate::domain::{FineStatus, month_start};
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
 use crate::http::pagination::{Page, PageParams, PageRequest};
 use crate::state::AppState;
@@ -71,10 +71,8 @@ impl FineListParams {
     params(FineListParams),
     responses(
         (status = 200, description = "A page of fines", body = Page<Fine>),
-        (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid filter, limit or cursor"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn list_fines(
     State(state): State<AppState>,

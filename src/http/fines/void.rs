@@ -4,7 +4,7 @@ use utoipa::ToSchema;
 
 use super::Fine;
 use crate::domain::{FineStatus, text};
-use crate::http::error::{ApiError, Problem, ResultExt};
+use crate::http::error::{ApiError, ResultExt};
 use crate::http::extract::{Json, Path};
 use crate::state::AppState;
 use crate::store;
@@ -55,12 +55,10 @@ fn already_void() -> ApiError {
     request_body = VoidFine,
     responses(
         (status = 200, description = "The voided fine", body = Fine),
-        (status = 400, description = "Malformed id or JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such fine", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The fine is already void (code `fine_already_void`)", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid reason", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such fine"),
+        (status = 409, description = "The fine is already void (code `fine_already_void`)"),
+        (status = 422, description = "Invalid reason"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn void_fine(
     State(state): State<AppState>,

@@ -13,7 +13,6 @@ use crate::state::AppState;
     responses(
         (status = 200, description = "The jobs", body = Page<Job>),
     ),
-    security(("bearer" = []))
 )]
 pub async fn list_jobs(State(state): State<AppState>) -> Result<Json<Page<Job>>, ApiError> {
     let job = describe(&state, &state.job).await?;

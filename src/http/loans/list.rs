@@ -3,7 +3,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::{Loan, LoanStatus};
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
 use crate::http::pagination::{Page, PageParams};
 use crate::state::AppState;
@@ -32,11 +32,9 @@ pub struct LoanListParams {
     params(LoanListParams),
     responses(
         (status = 200, description = "A page of loans", body = Page<Loan>),
-        (status = 400, description = "Malformed query, such as an unknown status", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 422, description = "Invalid limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed query, such as an unknown status"),
+        (status = 422, description = "Invalid limit or cursor"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn list_loans(
     State(state): State<AppState>,

@@ -12,7 +12,6 @@ use crate::state::AppState;
     responses(
         (status = 200, description = "The locks", body = Page<Lock>),
     ),
-    security(("bearer" = []))
 )]
 pub async fn list_locks(State(state): State<AppState>) -> Result<Json<Page<Lock>>, ApiError> {
     let locks = state

@@ -4,7 +4,7 @@ use utoipa::ToSchema;
 
 use super::Member;
 use crate::domain::text;
-use crate::http::error::{ApiError, FieldError, Problem, ResultExt};
+use crate::http::error::{ApiError, FieldError, ResultExt};
 use crate::http::extract::Json;
 use crate::http::response::Created;
 use crate::state::AppState;
@@ -56,11 +56,9 @@ impl NewMember {
     request_body = NewMember,
     responses(
         (status = 201, description = "Created", body = Member),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "A member with this e-mail exists", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid fields", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A member with this e-mail exists"),
+        (status = 422, description = "Invalid fields"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn create_member(
     State(state): State<AppState>,
