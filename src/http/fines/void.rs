@@ -3,9 +3,10 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::Fine;
-use crate::domain::{FineStatus, text};
+use crate::domain::FineStatus;
 use crate::http::error::{ApiError, ResultExt};
 use crate::http::extract::{Json, Path};
+use crate::http::text_field::{Controls, text_field};
 use crate::state::AppState;
 use crate::store;
 
@@ -20,25 +21,7 @@ pub struct VoidFine {
 
 impl VoidFine {
     fn validate(&self) -> Result<&str, ApiError> {
-        let reason = self.reason.trim();
-        if reason.is_empty() || reason.chars().count() > 500 {
-            return Err(ApiError::invalid("reason", "must be 1 to 500 characters"));
-        }
-        // Line breaks and tabs are text; other control characters (NUL, which PostgreSQL
-        // refuses in text, among them) are not.
-        if reason
-            .chars()
-            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
-        {
-            return Err(ApiError::invalid(
-                "reason",
-                "must not contain control characters other than line breaks and tabs",
-            ));
-        }
-        if !text::has_visible_char(reason) {
-            return Err(ApiError::invalid("reason", "must contain a visible character"));
-        }
-        Ok(reason)
+        Ok(text_field("reason", &self.reason, 500, Controls::LineBreaksAndTabs)?)
     }
 }
 
