@@ -5,7 +5,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::alerts::{Alert, AlertState};
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
-use crate::http::pagination::{Page, PageParams};
+use crate::http::pagination::{Page, page_request};
 use crate::state::AppState;
 use crate::store;
 
@@ -67,11 +67,7 @@ pub async fn list_alerts(
     Query(params): Query<StateParams>,
 ) -> Result<Json<Page<Alert>>, ApiError> {
     let filter = StateFilter::parse(params.state.as_deref())?;
-    let page = PageParams {
-        limit: params.limit,
-        cursor: params.cursor,
-    }
-    .validate()?;
+    let page = page_request(params.limit, params.cursor.as_deref())?;
     let rows = store::alerts::list(&state.pool, filter.state().map(AlertState::as_str), page).await?;
     let alerts = rows
         .into_iter()

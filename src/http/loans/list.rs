@@ -5,14 +5,14 @@ use utoipa::IntoParams;
 use super::{Loan, LoanStatus};
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
-use crate::http::pagination::{Page, PageParams};
+use crate::http::pagination::{Page, page_request};
 use crate::state::AppState;
 use crate::store;
 use crate::store::loans::LoanFilter;
 
 /// Filters and page of `GET /api/v1/loans`, in one struct: the query string is read once, and a
 /// parameter none of these name is a 400. (The page fields are repeated rather than flattened
-/// from [`PageParams`], as in `fines/list.rs`.)
+/// from [`PageParams`](crate::http::pagination::PageParams), as in `fines/list.rs`.)
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LoanListParams {
@@ -40,11 +40,7 @@ pub async fn list_loans(
     State(state): State<AppState>,
     Query(params): Query<LoanListParams>,
 ) -> Result<Json<Page<Loan>>, ApiError> {
-    let page = PageParams {
-        limit: params.limit,
-        cursor: params.cursor,
-    }
-    .validate()?;
+    let page = page_request(params.limit, params.cursor.as_deref())?;
     let today = store::clock::business_today(&state.pool, state.settings.business_tz).await?;
     let filter = LoanFilter {
         member_id: params.member_id,
