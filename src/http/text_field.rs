@@ -46,45 +46,32 @@ pub fn text_field<'a>(
 mod tests {
     use super::*;
 
-    fn message(value: &str, max_chars: usize, controls: Controls) -> Option<String> {
-        text_field("f", value, max_chars, controls).err().map(|e| e.message)
-    }
-
     #[test]
-    fn trims_and_counts_characters_not_bytes() {
-        assert_eq!(text_field("f", "  Ada  ", 3, Controls::None), Ok("Ada"));
-        assert_eq!(text_field("f", "李李", 2, Controls::None), Ok("李李"));
-        assert_eq!(
-            message("Adam", 3, Controls::None).as_deref(),
-            Some("must be 1 to 3 characters")
-        );
-        assert_eq!(
-            message("   ", 3, Controls::None).as_deref(),
-            Some("must be 1 to 3 characters")
-        );
-    }
-
-    #[test]
-    fn line_breaks_and_tabs_only_where_accepted() {
-        assert_eq!(
-            message("a\nb", 10, Controls::None).as_deref(),
-            Some("must not contain control characters")
-        );
-        assert_eq!(
-            text_field("f", "a\r\n\tb", 10, Controls::LineBreaksAndTabs),
-            Ok("a\r\n\tb")
-        );
-        assert_eq!(
-            message("a\0b", 10, Controls::LineBreaksAndTabs).as_deref(),
-            Some("must not contain control characters other than line breaks and tabs")
-        );
-    }
-
-    #[test]
-    fn needs_a_visible_character() {
-        assert_eq!(
-            message("\u{200b}\u{202e}", 10, Controls::None).as_deref(),
-            Some("must contain a visible character")
-        );
+    fn each_rule_with_its_message() {
+        let cases: [(&str, usize, Controls, Result<&str, &str>); 9] = [
+            ("  Ada  ", 3, Controls::None, Ok("Ada")),
+            ("李李", 2, Controls::None, Ok("李李")),
+            ("Adam", 3, Controls::None, Err("must be 1 to 3 characters")),
+            ("   ", 3, Controls::None, Err("must be 1 to 3 characters")),
+            ("a\nb", 10, Controls::None, Err("must not contain control characters")),
+            ("a\r\n\tb", 10, Controls::LineBreaksAndTabs, Ok("a\r\n\tb")),
+            (
+                "a\0b",
+                10,
+                Controls::LineBreaksAndTabs,
+                Err("must not contain control characters other than line breaks and tabs"),
+            ),
+            (
+                "\u{200b}\u{202e}",
+                10,
+                Controls::None,
+                Err("must contain a visible character"),
+            ),
+            ("\u{200b}x", 10, Controls::None, Ok("\u{200b}x")),
+        ];
+        for (value, max_chars, controls, expected) in cases {
+            let checked = text_field("f", value, max_chars, controls).map_err(|e| e.message);
+            assert_eq!(checked, expected.map_err(str::to_owned), "{value:?}");
+        }
     }
 }
