@@ -4,7 +4,7 @@
 //! inserted meanwhile never shift a page.
 
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::{IntoParams, IntoResponses, ToSchema};
 
 use super::error::ApiError;
 pub use crate::store::PageRequest;
@@ -44,6 +44,11 @@ pub fn page_request(limit: Option<i64>, cursor: Option<&str>) -> Result<PageRequ
     Ok(PageRequest { after, limit })
 }
 
+/// The 422 of [`page_request`], for the lists where the limit and the cursor are all it checks.
+#[derive(IntoResponses)]
+#[response(status = 422, description = "Invalid limit or cursor")]
+pub struct InvalidPage;
+
 /// One page of a list.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Page<T> {
@@ -53,6 +58,14 @@ pub struct Page<T> {
 }
 
 impl<T> Page<T> {
+    /// A list short enough to be answered whole, as the one and last page.
+    pub fn whole(items: Vec<T>) -> Self {
+        Page {
+            items,
+            next_cursor: None,
+        }
+    }
+
     /// Builds the page from up to `limit + 1` rows ordered by id.
     pub fn from_rows(mut rows: Vec<T>, request: PageRequest, id_of: impl Fn(&T) -> i64) -> Self {
         let limit = usize::try_from(request.limit).unwrap_or(usize::MAX);

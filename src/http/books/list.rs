@@ -3,7 +3,7 @@ use axum::extract::State;
 use super::Book;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
-use crate::http::pagination::{Page, PageParams};
+use crate::http::pagination::{InvalidPage, Page, PageParams};
 use crate::state::AppState;
 use crate::store;
 
@@ -13,7 +13,7 @@ use crate::store;
     params(PageParams),
     responses(
         (status = 200, description = "A page of books", body = Page<Book>),
-        (status = 422, description = "Invalid limit or cursor"),
+        InvalidPage,
     ),
 )]
 pub async fn list_books(

@@ -3,7 +3,7 @@ use axum::extract::State;
 use super::{Attempt, job_named};
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path, Query};
-use crate::http::pagination::{Page, PageParams};
+use crate::http::pagination::{InvalidPage, Page, PageParams};
 use crate::state::AppState;
 use crate::store;
 
@@ -14,7 +14,7 @@ use crate::store;
     responses(
         (status = 200, description = "A page of attempts", body = Page<Attempt>),
         (status = 404, description = "No such job"),
-        (status = 422, description = "Invalid limit or cursor"),
+        InvalidPage,
     ),
 )]
 pub async fn list_attempts(

@@ -16,8 +16,5 @@ use crate::state::AppState;
 )]
 pub async fn list_jobs(State(state): State<AppState>) -> Result<Json<Page<Job>>, ApiError> {
     let job = describe(&state, &state.job).await?;
-    Ok(Json(Page {
-        items: vec![job],
-        next_cursor: None,
-    }))
+    Ok(Json(Page::whole(vec![job])))
 }

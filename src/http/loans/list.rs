@@ -5,7 +5,7 @@ use utoipa::IntoParams;
 use super::{Loan, LoanStatus};
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
-use crate::http::pagination::{Page, page_request};
+use crate::http::pagination::{InvalidPage, Page, page_request};
 use crate::state::AppState;
 use crate::store;
 use crate::store::loans::LoanFilter;
@@ -33,7 +33,7 @@ pub struct LoanListParams {
     responses(
         (status = 200, description = "A page of loans", body = Page<Loan>),
         (status = 400, description = "Malformed query, such as an unknown status"),
-        (status = 422, description = "Invalid limit or cursor"),
+        InvalidPage,
     ),
 )]
 pub async fn list_loans(

@@ -7,7 +7,7 @@ use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 use crate::domain::LedgerKind;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path, Query};
-use crate::http::pagination::{Page, PageParams};
+use crate::http::pagination::{InvalidPage, Page, PageParams};
 use crate::state::AppState;
 use crate::store;
 use crate::store::ledger::LedgerEntryRow;
@@ -54,7 +54,7 @@ fn ledger_kind_schema() -> Object {
     responses(
         (status = 200, description = "A page of ledger entries", body = Page<LedgerEntry>),
         (status = 404, description = "No such member"),
-        (status = 422, description = "Invalid limit or cursor"),
+        InvalidPage,
     ),
 )]
 pub async fn member_ledger(

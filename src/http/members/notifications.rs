@@ -5,7 +5,7 @@ use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path, Query};
-use crate::http::pagination::{Page, PageParams};
+use crate::http::pagination::{InvalidPage, Page, PageParams};
 use crate::reminders::ReminderKind;
 use crate::state::AppState;
 use crate::store;
@@ -41,7 +41,7 @@ impl From<NotificationRow> for Notification {
     responses(
         (status = 200, description = "A page of notifications", body = Page<Notification>),
         (status = 404, description = "No such member"),
-        (status = 422, description = "Invalid limit or cursor"),
+        InvalidPage,
     ),
 )]
 pub async fn member_notifications(
