@@ -26,6 +26,13 @@ impl FieldError {
     }
 }
 
+/// One field's error is a 422 naming it.
+impl From<FieldError> for ApiError {
+    fn from(error: FieldError) -> Self {
+        ApiError::Invalid(vec![error])
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     /// The request could not be read: malformed JSON, a bad path or query parameter.

@@ -13,6 +13,7 @@ pub mod pagination;
 pub mod response;
 pub mod server;
 mod strict_json;
+pub mod text_field;
 
 mod alerts;
 mod books;

@@ -5,15 +5,17 @@
 use axum::Router;
 use axum::http::Method;
 use utoipa::openapi::OpenApi as OpenApiDocument;
-use utoipa::openapi::path::Operation;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
+use utoipa::openapi::path::{Operation, Parameter, ParameterIn};
+use utoipa::openapi::schema::{SchemaType, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{Content, ContentBuilder, Ref, RefOr, Response, Schema};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 use super::BODY_LIMIT_BYTES;
 use super::auth::required_role;
+use super::error::Problem;
 use crate::config::Role;
 use crate::state::AppState;
 
@@ -24,6 +26,8 @@ use crate::state::AppState;
         description = "Loans, overdue fines and a nightly settlement job that runs exactly once across replicas.",
         license(name = "MIT OR Apache-2.0", identifier = "MIT OR Apache-2.0"),
     ),
+    // Every error answer's body; the operations refer to it (see `add_shared_parts`).
+    components(schemas(Problem)),
     modifiers(&BearerAuth),
     tags(
         (name = "members", description = "Members, their balance, ledger and payments"),
@@ -69,18 +73,25 @@ pub fn document() -> OpenApiDocument {
 }
 
 /// Splits the API into its axum router and its finished document: the handlers' own responses
-/// plus the ones every route shares (see [`add_shared_responses`]).
+/// plus the parts every route shares (see [`add_shared_parts`]).
 pub fn split(routes: OpenApiRouter<AppState>) -> (Router<AppState>, OpenApiDocument) {
     let (router, mut document) = routes.split_for_parts();
-    add_shared_responses(&mut document);
+    add_shared_parts(&mut document);
     (router, document)
 }
 
-/// Documents the answers that come from the middleware rather than from a handler, on every
-/// operation they can reach, so that each handler lists only its own: 401 from the bearer check,
-/// 403 where [`required_role`] asks more than `reader`, and 413/415 from the JSON body extractor.
-/// A handler that documents one of these itself keeps its own wording.
-fn add_shared_responses(document: &mut OpenApiDocument) {
+/// Documents what comes from the router, the extractors and [`ApiError`](super::error::ApiError) rather than from a
+/// handler, on every operation it reaches, so that each handler lists only its own answers:
+///
+/// - the bearer security requirement, with its 401, and a 403 where [`required_role`] asks more
+///   than `reader` (every documented route sits behind [`authorize`](super::auth::authorize));
+/// - the 400 of the extractors: a path id that is not an integer, a query string they cannot read
+///   (`Query`), a body that is not JSON (`Json`);
+/// - 413 and 415 from the JSON body extractor;
+/// - the `application/problem+json` body of every error answer, the only form `ApiError` answers.
+///
+/// A handler that documents one of these responses itself keeps its own wording.
+fn add_shared_parts(document: &mut OpenApiDocument) {
     for (path, item) in document.paths.paths.iter_mut() {
         let operations = [
             (Method::GET, &mut item.get),
@@ -98,37 +109,80 @@ fn add_shared_responses(document: &mut OpenApiDocument) {
 }
 
 fn add_to_operation(operation: &mut Operation, method: &Method, path: &str) {
-    let mut shared = Vec::new();
-    if operation.security.as_ref().is_some_and(|s| !s.is_empty()) {
-        shared.push(("401", "Missing or unknown bearer token".to_owned()));
-        match required_role(method, path) {
-            Role::Reader => {}
-            role => shared.push(("403", format!("Needs the {} role", role.as_str()))),
-        }
+    operation.security = Some(vec![SecurityRequirement::new("bearer", Vec::<String>::new())]);
+    let mut shared = vec![("401", "Missing or unknown bearer token".to_owned())];
+    match required_role(method, path) {
+        Role::Reader => {}
+        role => shared.push(("403", format!("Needs the {} role", role.as_str()))),
+    }
+    if let Some(malformed) = malformed_request(operation) {
+        shared.push(("400", malformed));
     }
     if operation.request_body.is_some() {
         shared.push(("413", format!("Body over {} KiB", BODY_LIMIT_BYTES / 1024)));
         shared.push(("415", "Body is not application/json".to_owned()));
     }
+    let responses = &mut operation.responses.responses;
     for (status, description) in shared {
-        operation
-            .responses
-            .responses
+        responses
             .entry(status.to_owned())
-            .or_insert_with(|| problem(&description));
+            .or_insert_with(|| RefOr::T(Response::new(description)));
+    }
+    for (status, response) in responses.iter_mut() {
+        if let RefOr::T(response) = response
+            && is_error(status)
+            && response.content.is_empty()
+        {
+            response
+                .content
+                .insert(PROBLEM_JSON.to_owned(), RefOr::T(problem_content()));
+        }
     }
 }
 
-fn problem(description: &str) -> RefOr<Response> {
-    let content = ContentBuilder::new()
-        .schema(Some(Ref::from_schema_name("Problem")))
-        .build();
-    RefOr::T(
-        ResponseBuilder::new()
-            .description(description)
-            .content("application/problem+json", content)
-            .build(),
+/// The 400 the extractors answer, worded by what they read: "Malformed id or JSON" for a route
+/// with an integer path id and a body. A string path parameter reads any text, a header is read
+/// by its own extractor: neither is counted.
+fn malformed_request(operation: &Operation) -> Option<String> {
+    let parameters = operation.parameters.iter().flatten().filter_map(|p| match p {
+        RefOr::T(parameter) => Some(parameter),
+        RefOr::Ref(_) => None,
+    });
+    let mut parts = Vec::new();
+    let mut query = false;
+    for parameter in parameters {
+        match parameter.parameter_in {
+            ParameterIn::Path if !is_string(parameter) => parts.push(parameter.name.as_str()),
+            ParameterIn::Query => query = true,
+            _ => {}
+        }
+    }
+    if query {
+        parts.push("query");
+    }
+    if operation.request_body.is_some() {
+        parts.push("JSON");
+    }
+    (!parts.is_empty()).then(|| format!("Malformed {}", parts.join(" or ")))
+}
+
+fn is_string(parameter: &Parameter) -> bool {
+    matches!(
+        &parameter.schema,
+        Some(RefOr::T(Schema::Object(object))) if object.schema_type == SchemaType::Type(Type::String)
     )
+}
+
+fn is_error(status: &str) -> bool {
+    status.starts_with('4') || status.starts_with('5')
+}
+
+const PROBLEM_JSON: &str = "application/problem+json";
+
+fn problem_content() -> Content {
+    ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name("Problem")))
+        .build()
 }
 
 /// `/api-docs/openapi.json` and the interactive docs at `/docs`.

@@ -4,7 +4,7 @@
 //! inserted meanwhile never shift a page.
 
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::{IntoParams, IntoResponses, ToSchema};
 
 use super::error::ApiError;
 pub use crate::store::PageRequest;
@@ -23,19 +23,31 @@ pub struct PageParams {
 
 impl PageParams {
     pub fn validate(&self) -> Result<PageRequest, ApiError> {
-        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
-        if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(ApiError::invalid("limit", format!("must be between 1 and {MAX_LIMIT}")));
-        }
-        let after = match self.cursor.as_deref() {
-            None | Some("") => 0,
-            Some(c) => {
-                decode_cursor(c).ok_or_else(|| ApiError::invalid("cursor", "is not a cursor this service issued"))?
-            }
-        };
-        Ok(PageRequest { after, limit })
+        page_request(self.limit, self.cursor.as_deref())
     }
 }
+
+/// The page that `limit` and `cursor` ask for, or a 422 naming the one that is off. The list
+/// parameters with filters call it with their own `limit` and `cursor` fields (they cannot
+/// flatten [`PageParams`]: see `fines/list.rs`).
+pub fn page_request(limit: Option<i64>, cursor: Option<&str>) -> Result<PageRequest, ApiError> {
+    let limit = limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::invalid("limit", format!("must be between 1 and {MAX_LIMIT}")));
+    }
+    let after = match cursor {
+        None | Some("") => 0,
+        Some(c) => {
+            decode_cursor(c).ok_or_else(|| ApiError::invalid("cursor", "is not a cursor this service issued"))?
+        }
+    };
+    Ok(PageRequest { after, limit })
+}
+
+/// The 422 of [`page_request`], for the lists where the limit and the cursor are all it checks.
+#[derive(IntoResponses)]
+#[response(status = 422, description = "Invalid limit or cursor")]
+pub struct InvalidPage;
 
 /// One page of a list.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -46,6 +58,14 @@ pub struct Page<T> {
 }
 
 impl<T> Page<T> {
+    /// A list short enough to be answered whole, as the one and last page.
+    pub fn whole(items: Vec<T>) -> Self {
+        Page {
+            items,
+            next_cursor: None,
+        }
+    }
+
     /// Builds the page from up to `limit + 1` rows ordered by id.
     pub fn from_rows(mut rows: Vec<T>, request: PageRequest, id_of: impl Fn(&T) -> i64) -> Self {
         let limit = usize::try_from(request.limit).unwrap_or(usize::MAX);
@@ -94,30 +114,11 @@ mod tests {
         .validate()
         .unwrap();
         assert_eq!((req.after, req.limit), (7, 2));
-        assert!(
-            PageParams {
-                limit: Some(0),
-                cursor: None
-            }
-            .validate()
-            .is_err()
-        );
-        assert!(
-            PageParams {
-                limit: Some(501),
-                cursor: None
-            }
-            .validate()
-            .is_err()
-        );
-        assert!(
-            PageParams {
-                limit: None,
-                cursor: Some("7".into())
-            }
-            .validate()
-            .is_err()
-        );
+        assert!(page_request(Some(0), None).is_err());
+        assert!(page_request(Some(501), None).is_err());
+        assert!(page_request(None, Some("7")).is_err(), "a cursor is not an id");
+        let first = page_request(None, Some("")).unwrap();
+        assert_eq!((first.after, first.limit), (0, DEFAULT_LIMIT));
         let page = Page::from_rows(vec![1, 2, 3], req, |x| *x);
         assert_eq!(page.items, vec![1, 2]);
         assert_eq!(page.next_cursor.as_deref(), Some("c2"));

@@ -3,9 +3,9 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::alerts::{Alert, AlertState};
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
-use crate::http::pagination::{Page, PageParams};
+use crate::http::pagination::{Page, page_request};
 use crate::state::AppState;
 use crate::store;
 
@@ -59,21 +59,15 @@ pub struct StateParams {
     params(StateParams),
     responses(
         (status = 200, description = "A page of alerts, newest first", body = Page<Alert>),
-        (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid state, limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid state, limit or cursor"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn list_alerts(
     State(state): State<AppState>,
     Query(params): Query<StateParams>,
 ) -> Result<Json<Page<Alert>>, ApiError> {
     let filter = StateFilter::parse(params.state.as_deref())?;
-    let page = PageParams {
-        limit: params.limit,
-        cursor: params.cursor,
-    }
-    .validate()?;
+    let page = page_request(params.limit, params.cursor.as_deref())?;
     let rows = store::alerts::list(&state.pool, filter.state().map(AlertState::as_str), page).await?;
     let alerts = rows
         .into_iter()

@@ -4,10 +4,10 @@ use utoipa::ToSchema;
 
 use super::Book;
 use super::isbn::normalize_isbn;
-use crate::domain::text;
-use crate::http::error::{ApiError, FieldError, Problem};
+use crate::http::error::{ApiError, FieldError};
 use crate::http::extract::Json;
 use crate::http::response::Created;
+use crate::http::text_field::{Controls, text_field};
 use crate::state::AppState;
 use crate::store;
 
@@ -23,34 +23,20 @@ pub struct NewBook {
 }
 
 impl NewBook {
+    /// The title and the normalised ISBN, or every field's error.
     fn validate(&self) -> Result<(String, Option<String>), ApiError> {
-        let mut errors = Vec::new();
-        let title = self.title.trim();
-        if title.is_empty() || title.chars().count() > 500 {
-            errors.push(FieldError::new("title", "must be 1 to 500 characters"));
-        } else if title.chars().any(char::is_control) {
-            // PostgreSQL refuses NUL in text, and no title needs a control character.
-            errors.push(FieldError::new("title", "must not contain control characters"));
-        } else if !text::has_visible_char(title) {
-            errors.push(FieldError::new("title", "must contain a visible character"));
-        }
-        let isbn = match self.isbn.as_deref() {
-            None => None,
-            Some(raw) => {
-                let isbn = normalize_isbn(raw);
-                if isbn.is_none() {
-                    errors.push(FieldError::new(
-                        "isbn",
-                        "must be an ISBN-10 or ISBN-13 with a valid check digit, such as 978-0-306-40615-7",
-                    ));
-                }
-                isbn
-            }
-        };
-        if errors.is_empty() {
-            Ok((title.to_owned(), isbn))
-        } else {
-            Err(ApiError::Invalid(errors))
+        let title = text_field("title", &self.title, 500, Controls::None);
+        let isbn = self.isbn.as_deref().map(|raw| {
+            normalize_isbn(raw).ok_or_else(|| {
+                FieldError::new(
+                    "isbn",
+                    "must be an ISBN-10 or ISBN-13 with a valid check digit, such as 978-0-306-40615-7",
+                )
+            })
+        });
+        match (title, isbn.transpose()) {
+            (Ok(title), Ok(isbn)) => Ok((title.to_owned(), isbn)),
+            (title, isbn) => Err(ApiError::Invalid(title.err().into_iter().chain(isbn.err()).collect())),
         }
     }
 }
@@ -62,10 +48,8 @@ impl NewBook {
     responses(
         (status = 201, description = "Created", body = Book,
             headers(("Location" = String, description = "The book's URL"))),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid fields", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid fields"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn create_book(State(state): State<AppState>, Json(body): Json<NewBook>) -> Result<Created<Book>, ApiError> {
     let (title, isbn) = body.validate()?;

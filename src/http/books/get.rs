@@ -1,7 +1,7 @@
 use axum::extract::State;
 
 use super::Book;
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::state::AppState;
 use crate::store;
@@ -12,10 +12,8 @@ use crate::store;
     params(("id" = i64, Path, description = "Book id")),
     responses(
         (status = 200, description = "The book", body = Book),
-        (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such book", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such book"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn get_book(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Json<Book>, ApiError> {
     let row = store::books::find(&state.pool, id)

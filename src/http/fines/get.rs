@@ -1,7 +1,7 @@
 use axum::extract::State;
 
 use super::Fine;
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::state::AppState;
 use crate::store;
@@ -12,10 +12,8 @@ use crate::store;
     params(("id" = i64, Path, description = "Fine id")),
     responses(
         (status = 200, description = "The fine", body = Fine),
-        (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such fine", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such fine"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn get_fine(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Json<Fine>, ApiError> {
     let row = store::fines::find(&state.pool, id)

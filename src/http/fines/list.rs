@@ -5,17 +5,18 @@ use utoipa::IntoParams;
 
 use super::{Fine, fine_status_schema};
 use crate::domain::{FineStatus, month_start};
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
-use crate::http::pagination::{Page, PageParams, PageRequest};
+use crate::http::pagination::{Page, PageRequest, page_request};
 use crate::state::AppState;
 use crate::store;
 use crate::store::fines::FineFilter;
 
 /// Filters and page of `GET /api/v1/fines`.
 ///
-/// The page fields are repeated rather than `#[serde(flatten)]`ed from [`PageParams`]: flattening
-/// makes serde read every query value as a string, and `limit=5` would then fail to parse.
+/// The page fields are repeated rather than `#[serde(flatten)]`ed from
+/// [`PageParams`](crate::http::pagination::PageParams): flattening makes serde read every query
+/// value as a string, and `limit=5` would then fail to parse.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct FineListParams {
@@ -50,11 +51,7 @@ impl FineListParams {
                 "must be the first day of a month, YYYY-MM-01",
             ));
         }
-        let page = PageParams {
-            limit: self.limit,
-            cursor: self.cursor,
-        }
-        .validate()?;
+        let page = page_request(self.limit, self.cursor.as_deref())?;
         let filter = FineFilter {
             member_id: self.member_id,
             loan_id: self.loan_id,
@@ -71,10 +68,8 @@ impl FineListParams {
     params(FineListParams),
     responses(
         (status = 200, description = "A page of fines", body = Page<Fine>),
-        (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid filter, limit or cursor"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn list_fines(
     State(state): State<AppState>,

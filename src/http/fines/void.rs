@@ -3,9 +3,10 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::Fine;
-use crate::domain::{FineStatus, text};
-use crate::http::error::{ApiError, Problem, ResultExt};
+use crate::domain::FineStatus;
+use crate::http::error::{ApiError, ResultExt};
 use crate::http::extract::{Json, Path};
+use crate::http::text_field::{Controls, text_field};
 use crate::state::AppState;
 use crate::store;
 
@@ -20,25 +21,7 @@ pub struct VoidFine {
 
 impl VoidFine {
     fn validate(&self) -> Result<&str, ApiError> {
-        let reason = self.reason.trim();
-        if reason.is_empty() || reason.chars().count() > 500 {
-            return Err(ApiError::invalid("reason", "must be 1 to 500 characters"));
-        }
-        // Line breaks and tabs are text; other control characters (NUL, which PostgreSQL
-        // refuses in text, among them) are not.
-        if reason
-            .chars()
-            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
-        {
-            return Err(ApiError::invalid(
-                "reason",
-                "must not contain control characters other than line breaks and tabs",
-            ));
-        }
-        if !text::has_visible_char(reason) {
-            return Err(ApiError::invalid("reason", "must contain a visible character"));
-        }
-        Ok(reason)
+        Ok(text_field("reason", &self.reason, 500, Controls::LineBreaksAndTabs)?)
     }
 }
 
@@ -55,12 +38,10 @@ fn already_void() -> ApiError {
     request_body = VoidFine,
     responses(
         (status = 200, description = "The voided fine", body = Fine),
-        (status = 400, description = "Malformed id or JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such fine", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The fine is already void (code `fine_already_void`)", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid reason", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such fine"),
+        (status = 409, description = "The fine is already void (code `fine_already_void`)"),
+        (status = 422, description = "Invalid reason"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn void_fine(
     State(state): State<AppState>,

@@ -1,9 +1,9 @@
 use axum::extract::State;
 
 use super::{Attempt, job_named};
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path, Query};
-use crate::http::pagination::{Page, PageParams};
+use crate::http::pagination::{InvalidPage, Page, PageParams};
 use crate::state::AppState;
 use crate::store;
 
@@ -13,11 +13,9 @@ use crate::store;
     params(("name" = String, Path, description = "Job name"), PageParams),
     responses(
         (status = 200, description = "A page of attempts", body = Page<Attempt>),
-        (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such job"),
+        InvalidPage,
     ),
-    security(("bearer" = []))
 )]
 pub async fn list_attempts(
     State(state): State<AppState>,

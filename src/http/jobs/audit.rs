@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 use super::job_named;
 use crate::audit::{self, AuditConfig, AuditError, AuditReport};
 use crate::http::dates;
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::state::AppState;
 
@@ -33,12 +33,10 @@ pub struct AuditRequest {
     request_body = AuditRequest,
     responses(
         (status = 200, description = "The audit's report", body = AuditReport),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The month is not final yet (code `month_not_final`)", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid month", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such job"),
+        (status = 409, description = "The month is not final yet (code `month_not_final`)"),
+        (status = 422, description = "Invalid month"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn audit_month(
     State(state): State<AppState>,

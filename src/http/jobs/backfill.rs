@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 
 use super::{database_now, ended_dates, job_named, start_manual};
 use crate::http::dates;
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::state::AppState;
 
@@ -41,13 +41,11 @@ pub struct BackfillStarted {
     request_body = BackfillRequest,
     responses(
         (status = 202, description = "Started", body = BackfillStarted),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The lock is held, the job is running here, or every date is settled", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid range, or one that begins before the job's start date", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The lock store is unavailable or the service is stopping", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such job"),
+        (status = 409, description = "The lock is held, the job is running here, or every date is settled"),
+        (status = 422, description = "Invalid range, or one that begins before the job's start date"),
+        (status = 503, description = "The lock store is unavailable or the service is stopping"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn backfill_job(
     State(state): State<AppState>,

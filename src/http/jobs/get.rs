@@ -2,7 +2,7 @@ use axum::extract::State;
 use chrono::SecondsFormat;
 
 use super::{Execution, Fire, Job, job_named};
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::http::locks::Lock;
 use crate::jobs::SettleJob;
@@ -19,9 +19,8 @@ const NEXT_FIRES: usize = 5;
     params(("name" = String, Path, description = "Job name, e.g. settle-fines")),
     responses(
         (status = 200, description = "The job", body = Job),
-        (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such job"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn get_job(State(state): State<AppState>, Path(name): Path<String>) -> Result<Json<Job>, ApiError> {
     let job = job_named(&state, &name)?;

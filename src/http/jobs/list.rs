@@ -13,12 +13,8 @@ use crate::state::AppState;
     responses(
         (status = 200, description = "The jobs", body = Page<Job>),
     ),
-    security(("bearer" = []))
 )]
 pub async fn list_jobs(State(state): State<AppState>) -> Result<Json<Page<Job>>, ApiError> {
     let job = describe(&state, &state.job).await?;
-    Ok(Json(Page {
-        items: vec![job],
-        next_cursor: None,
-    }))
+    Ok(Json(Page::whole(vec![job])))
 }

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 use super::{Execution, database_now, ended_dates, job_named, start_manual};
 use crate::http::dates;
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::state::AppState;
 use crate::store;
@@ -34,13 +34,11 @@ pub struct RunRequest {
     request_body = RunRequest,
     responses(
         (status = 202, description = "Started", body = Execution),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The lock is held, the job is running here, or the date is already settled", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid date, or a date before the job's start date", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The lock store is unavailable or the service is stopping", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such job"),
+        (status = 409, description = "The lock is held, the job is running here, or the date is already settled"),
+        (status = 422, description = "Invalid date, or a date before the job's start date"),
+        (status = 503, description = "The lock store is unavailable or the service is stopping"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn run_job(
     State(state): State<AppState>,

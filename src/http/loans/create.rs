@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use super::Loan;
 use crate::http::dates;
-use crate::http::error::{ApiError, FieldError, Problem, ResultExt};
+use crate::http::error::{ApiError, FieldError, ResultExt};
 use crate::http::extract::Json;
 use crate::http::idempotency::{Begin, IdempotencyKey};
 use crate::http::response::Created;
@@ -76,13 +76,9 @@ impl NewLoan {
     responses(
         (status = 201, description = "Lent (or the replay of the first response to this key)", body = Loan,
             headers(("Location" = String, description = "The loan's URL"))),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The book is on an open loan (`book_already_lent`)", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 422, description = "Invalid fields, unknown member or book, or an idempotency key reused with another body",
-            body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The book is on an open loan (`book_already_lent`)"),
+        (status = 422, description = "Invalid fields, unknown member or book, or an idempotency key reused with another body"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn create_loan(
     State(state): State<AppState>,

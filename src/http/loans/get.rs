@@ -1,7 +1,7 @@
 use axum::extract::State;
 
 use super::Loan;
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::state::AppState;
 use crate::store;
@@ -12,10 +12,8 @@ use crate::store;
     params(("id" = i64, Path, description = "Loan id")),
     responses(
         (status = 200, description = "The loan", body = Loan),
-        (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such loan", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such loan"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn get_loan(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Json<Loan>, ApiError> {
     let row = store::loans::find(&state.pool, id)

@@ -3,16 +3,16 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::{Loan, LoanStatus};
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
-use crate::http::pagination::{Page, PageParams};
+use crate::http::pagination::{InvalidPage, Page, page_request};
 use crate::state::AppState;
 use crate::store;
 use crate::store::loans::LoanFilter;
 
 /// Filters and page of `GET /api/v1/loans`, in one struct: the query string is read once, and a
 /// parameter none of these name is a 400. (The page fields are repeated rather than flattened
-/// from [`PageParams`], as in `fines/list.rs`.)
+/// from [`PageParams`](crate::http::pagination::PageParams), as in `fines/list.rs`.)
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LoanListParams {
@@ -32,21 +32,15 @@ pub struct LoanListParams {
     params(LoanListParams),
     responses(
         (status = 200, description = "A page of loans", body = Page<Loan>),
-        (status = 400, description = "Malformed query, such as an unknown status", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 422, description = "Invalid limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed query, such as an unknown status"),
+        InvalidPage,
     ),
-    security(("bearer" = []))
 )]
 pub async fn list_loans(
     State(state): State<AppState>,
     Query(params): Query<LoanListParams>,
 ) -> Result<Json<Page<Loan>>, ApiError> {
-    let page = PageParams {
-        limit: params.limit,
-        cursor: params.cursor,
-    }
-    .validate()?;
+    let page = page_request(params.limit, params.cursor.as_deref())?;
     let today = store::clock::business_today(&state.pool, state.settings.business_tz).await?;
     let filter = LoanFilter {
         member_id: params.member_id,

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use super::Loan;
 use crate::domain::business_date;
 use crate::http::dates;
-use crate::http::error::{ApiError, Problem, ResultExt};
+use crate::http::error::{ApiError, ResultExt};
 use crate::http::extract::{Json, Path};
 use crate::state::AppState;
 use crate::store;
@@ -33,14 +33,10 @@ pub struct ReturnLoan {
     request_body(content = Option<ReturnLoan>, description = "Optional: an empty body returns the book now"),
     responses(
         (status = 200, description = "Returned", body = Loan),
-        (status = 400, description = "Malformed id or JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such loan", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The loan was returned already (`loan_already_returned`)", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 422, description = "returned_at is invalid, in the future or before borrowed_on", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 404, description = "No such loan"),
+        (status = 409, description = "The loan was returned already (`loan_already_returned`)"),
+        (status = 422, description = "returned_at is invalid, in the future or before borrowed_on"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn return_loan(
     State(state): State<AppState>,

@@ -12,7 +12,6 @@ use crate::state::AppState;
     responses(
         (status = 200, description = "The locks", body = Page<Lock>),
     ),
-    security(("bearer" = []))
 )]
 pub async fn list_locks(State(state): State<AppState>) -> Result<Json<Page<Lock>>, ApiError> {
     let locks = state
@@ -21,8 +20,5 @@ pub async fn list_locks(State(state): State<AppState>) -> Result<Json<Page<Lock>
         .list()
         .await
         .map_err(|e| ApiError::Internal(e.into()))?;
-    Ok(Json(Page {
-        items: locks.into_iter().map(Lock::from).collect(),
-        next_cursor: None,
-    }))
+    Ok(Json(Page::whole(locks.into_iter().map(Lock::from).collect())))
 }

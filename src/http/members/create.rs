@@ -4,9 +4,10 @@ use utoipa::ToSchema;
 
 use super::Member;
 use crate::domain::text;
-use crate::http::error::{ApiError, FieldError, Problem, ResultExt};
+use crate::http::error::{ApiError, FieldError, ResultExt};
 use crate::http::extract::Json;
 use crate::http::response::Created;
+use crate::http::text_field::{Controls, text_field};
 use crate::state::AppState;
 use crate::store;
 
@@ -24,28 +25,15 @@ pub struct NewMember {
 }
 
 impl NewMember {
+    /// The name and the e-mail address, or every field's error.
     fn validate(&self) -> Result<(String, String), ApiError> {
-        let mut errors = Vec::new();
-        let name = self.name.trim();
-        if name.is_empty() || name.chars().count() > 200 {
-            errors.push(FieldError::new("name", "must be 1 to 200 characters"));
-        } else if name.chars().any(char::is_control) {
-            // PostgreSQL refuses NUL in text, and no name needs a control character.
-            errors.push(FieldError::new("name", "must not contain control characters"));
-        } else if !text::has_visible_char(name) {
-            errors.push(FieldError::new("name", "must contain a visible character"));
-        }
-        let email = self.email.trim();
-        if !text::is_email(email) {
-            errors.push(FieldError::new(
-                "email",
-                "must be an e-mail address such as ada@example.org",
-            ));
-        }
-        if errors.is_empty() {
-            Ok((name.to_owned(), email.to_owned()))
-        } else {
-            Err(ApiError::Invalid(errors))
+        let name = text_field("name", &self.name, 200, Controls::None);
+        let email = Some(self.email.trim())
+            .filter(|email| text::is_email(email))
+            .ok_or_else(|| FieldError::new("email", "must be an e-mail address such as ada@example.org"));
+        match (name, email) {
+            (Ok(name), Ok(email)) => Ok((name.to_owned(), email.to_owned())),
+            (name, email) => Err(ApiError::Invalid(name.err().into_iter().chain(email.err()).collect())),
         }
     }
 }
@@ -56,11 +44,9 @@ impl NewMember {
     request_body = NewMember,
     responses(
         (status = 201, description = "Created", body = Member),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "A member with this e-mail exists", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid fields", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A member with this e-mail exists"),
+        (status = 422, description = "Invalid fields"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn create_member(
     State(state): State<AppState>,

@@ -1,7 +1,7 @@
 use axum::extract::State;
 
 use super::Member;
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::state::AppState;
 use crate::store;
@@ -12,10 +12,8 @@ use crate::store;
     params(("id" = i64, Path, description = "Member id")),
     responses(
         (status = 200, description = "The member", body = Member),
-        (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such member", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such member"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn get_member(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Json<Member>, ApiError> {
     let row = store::members::find(&state.pool, id)

@@ -5,9 +5,9 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 use crate::domain::LedgerKind;
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path, Query};
-use crate::http::pagination::{Page, PageParams};
+use crate::http::pagination::{InvalidPage, Page, PageParams};
 use crate::state::AppState;
 use crate::store;
 use crate::store::ledger::LedgerEntryRow;
@@ -53,11 +53,9 @@ fn ledger_kind_schema() -> Object {
     params(("id" = i64, Path, description = "Member id"), PageParams),
     responses(
         (status = 200, description = "A page of ledger entries", body = Page<LedgerEntry>),
-        (status = 400, description = "Malformed id or query", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such member", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such member"),
+        InvalidPage,
     ),
-    security(("bearer" = []))
 )]
 pub async fn member_ledger(
     State(state): State<AppState>,

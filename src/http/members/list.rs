@@ -1,9 +1,9 @@
 use axum::extract::State;
 
 use super::Member;
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
-use crate::http::pagination::{Page, PageParams};
+use crate::http::pagination::{InvalidPage, Page, PageParams};
 use crate::state::AppState;
 use crate::store;
 
@@ -13,10 +13,8 @@ use crate::store;
     params(PageParams),
     responses(
         (status = 200, description = "A page of members", body = Page<Member>),
-        (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid limit or cursor", body = Problem, content_type = "application/problem+json"),
+        InvalidPage,
     ),
-    security(("bearer" = []))
 )]
 pub async fn list_members(
     State(state): State<AppState>,

@@ -3,9 +3,9 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path, Query};
-use crate::http::pagination::{Page, PageParams};
+use crate::http::pagination::{InvalidPage, Page, PageParams};
 use crate::reminders::ReminderKind;
 use crate::state::AppState;
 use crate::store;
@@ -40,11 +40,9 @@ impl From<NotificationRow> for Notification {
     params(("id" = i64, Path, description = "Member id"), PageParams),
     responses(
         (status = 200, description = "A page of notifications", body = Page<Notification>),
-        (status = 400, description = "Malformed id or query", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such member", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such member"),
+        InvalidPage,
     ),
-    security(("bearer" = []))
 )]
 pub async fn member_notifications(
     State(state): State<AppState>,

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::ledger::LedgerEntry;
-use crate::http::error::{ApiError, Problem};
+use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::http::idempotency::{Begin, IdempotencyKey};
 use crate::state::AppState;
@@ -63,11 +63,9 @@ pub struct Payment {
     request_body = NewPayment,
     responses(
         (status = 201, description = "The payment entry and the new balance", body = Payment),
-        (status = 400, description = "Malformed id or JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such member", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid amount, or an Idempotency-Key reused with another body", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such member"),
+        (status = 422, description = "Invalid amount, or an Idempotency-Key reused with another body"),
     ),
-    security(("bearer" = []))
 )]
 pub async fn create_payment(
     State(state): State<AppState>,
