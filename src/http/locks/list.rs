@@ -22,7 +22,7 @@ pub async fn list_locks(State(state): State<AppState>) -> Result<Json<Page<Lock>
         .await
         .map_err(|e| ApiError::Internal(e.into()))?;
     Ok(Json(Page {
-        items: locks.into_iter().map(Lock::from).collect(),
+        items: locks.into_iter().collect(),
         next_cursor: None,
     }))
 }
