@@ -22,18 +22,15 @@ mod publish;
 pub mod webhook;
 mod worker;
 
-use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
-pub use crate::domain::alert::{AlertKind, AlertState, NewAlert, UnknownName};
+pub use crate::domain::alert::{Alert, AlertKind, AlertState, NewAlert, UnknownName};
 pub use evaluate::{AlertRules, DEFAULT_MAX_MISSED_PER_EVALUATION, EvaluationReport, evaluate_at, evaluate_once};
 pub use publish::Publisher;
 pub use webhook::{DeliveryPolicy, DeliveryReport, Webhook, deliver_due};
 pub use worker::{AlertWorkerConfig, run_alert_worker};
 
 use crate::store;
-use crate::store::alerts::AlertRow;
 
 /// The task the nightly settlement runs as (CONTRACT §2), defined by the job.
 pub use crate::jobs::SETTLE_FINES;
@@ -45,48 +42,10 @@ pub async fn register(pool: &sqlx::PgPool, task_name: &str) -> sqlx::Result<()> 
     store::alerts::register_job(pool, task_name).await
 }
 
-/// An alert as the API lists it and the webhook sends it (CONTRACT §6).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct Alert {
-    pub id: i64,
-    pub kind: AlertKind,
-    pub task_name: String,
-    /// The business date the alert is about (`YYYY-MM-DD`); for AUDIT, the first day of the
-    /// audited month.
-    pub business_date: NaiveDate,
-    pub state: AlertState,
-    pub raised_at: DateTime<Utc>,
-    /// Set when the cause went away: a SUCCESS for the date, the run no longer RUNNING, or a
-    /// clean re-audit of the month.
-    pub resolved_at: Option<DateTime<Utc>>,
-    /// What happened, for people: the execution, its error, the deadline that passed, the
-    /// loans an audit found.
-    pub detail: String,
-    /// The execution behind a FAILED or TIMEOUT alert (null for MISSED and AUDIT).
-    pub execution_id: Option<i64>,
-}
-
-impl TryFrom<AlertRow> for Alert {
-    type Error = UnknownName;
-
-    fn try_from(row: AlertRow) -> Result<Self, Self::Error> {
-        Ok(Alert {
-            id: row.id,
-            kind: row.kind.parse()?,
-            task_name: row.task_name,
-            business_date: row.business_date,
-            state: row.state.parse()?,
-            raised_at: row.raised_at,
-            resolved_at: row.resolved_at,
-            detail: row.detail,
-            execution_id: row.execution_id,
-        })
-    }
-}
-
-/// What happened to an alert, as the webhook's `event` field says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What happened to an alert, as the webhook's `event` field and `alert_delivery.event` say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum AlertEvent {
     Raised,
     Resolved,
@@ -94,10 +53,7 @@ pub enum AlertEvent {
 
 impl AlertEvent {
     pub fn as_str(self) -> &'static str {
-        match self {
-            AlertEvent::Raised => "raised",
-            AlertEvent::Resolved => "resolved",
-        }
+        self.into()
     }
 }
 

@@ -24,10 +24,9 @@ impl Publisher<'_> {
     /// it. `None` when the alert exists already (raised earlier, or by another replica just now).
     pub async fn raise(&self, candidate: &NewAlert) -> anyhow::Result<Option<Alert>> {
         let mut tx = self.pool.begin().await?;
-        let Some(row) = store::alerts::raise(&mut *tx, self.task_name, candidate).await? else {
+        let Some(alert) = store::alerts::raise(&mut *tx, self.task_name, candidate).await? else {
             return Ok(None);
         };
-        let alert = Alert::try_from(row)?;
         if self.webhook_enabled {
             enqueue(&mut tx, &alert, AlertEvent::Raised).await?;
         }
@@ -40,8 +39,8 @@ impl Publisher<'_> {
     /// notifications, in one transaction, then announces each.
     pub async fn resolve_gone(&self) -> anyhow::Result<Vec<Alert>> {
         let mut tx = self.pool.begin().await?;
-        let rows = store::alerts::resolve_gone(&mut *tx, self.task_name).await?;
-        let resolved = self.resolve_rows(&mut tx, rows).await?;
+        let resolved = store::alerts::resolve_gone(&mut *tx, self.task_name).await?;
+        self.enqueue_resolved(&mut tx, &resolved).await?;
         tx.commit().await?;
         for alert in &resolved {
             announce(alert, AlertEvent::Resolved);
@@ -53,29 +52,22 @@ impl Publisher<'_> {
     /// notification, and announces it.
     pub async fn resolve(&self, kind: AlertKind, business_date: NaiveDate) -> anyhow::Result<Option<Alert>> {
         let mut tx = self.pool.begin().await?;
-        let row = store::alerts::resolve_active(&mut *tx, kind.as_str(), self.task_name, business_date).await?;
-        let resolved = self.resolve_rows(&mut tx, row.into_iter().collect()).await?;
+        let resolved = store::alerts::resolve_active(&mut *tx, kind, self.task_name, business_date).await?;
+        self.enqueue_resolved(&mut tx, resolved.as_slice()).await?;
         tx.commit().await?;
-        for alert in &resolved {
+        if let Some(alert) = &resolved {
             announce(alert, AlertEvent::Resolved);
         }
-        Ok(resolved.into_iter().next())
+        Ok(resolved)
     }
 
-    async fn resolve_rows(
-        &self,
-        tx: &mut sqlx::PgConnection,
-        rows: Vec<store::alerts::AlertRow>,
-    ) -> anyhow::Result<Vec<Alert>> {
-        let mut resolved = Vec::with_capacity(rows.len());
-        for row in rows {
-            let alert = Alert::try_from(row)?;
-            if self.webhook_enabled {
-                enqueue(tx, &alert, AlertEvent::Resolved).await?;
+    async fn enqueue_resolved(&self, tx: &mut sqlx::PgConnection, resolved: &[Alert]) -> anyhow::Result<()> {
+        if self.webhook_enabled {
+            for alert in resolved {
+                enqueue(tx, alert, AlertEvent::Resolved).await?;
             }
-            resolved.push(alert);
         }
-        Ok(resolved)
+        Ok(())
     }
 }
 

@@ -108,9 +108,9 @@ fn batch_len(policy: &DeliveryPolicy) -> usize {
 async fn report_active_alerts(pool: &PgPool) {
     match crate::store::alerts::count_active_by_kind(pool).await {
         Ok(counts) => {
-            for kind in AlertKind::ALL.map(AlertKind::as_str) {
-                let active = counts.iter().find(|(k, _)| k == kind).map_or(0, |(_, n)| *n);
-                crate::telemetry::metrics::alerts_active(kind, active);
+            for kind in AlertKind::ALL {
+                let active = counts.iter().find(|(k, _)| *k == kind).map_or(0, |(_, n)| *n);
+                crate::telemetry::metrics::alerts_active(kind.as_str(), active);
             }
         }
         Err(error) => tracing::warn!(%error, "could not count active alerts"),

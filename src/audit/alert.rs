@@ -64,10 +64,7 @@ pub(super) async fn publish(
         });
     }
     // Raised (or resolved) before: report it as it stands.
-    let existing = store::alerts::find(pool, AlertKind::Audit.as_str(), &config.task_name, month)
-        .await?
-        .map(Alert::try_from)
-        .transpose()?;
+    let existing = store::alerts::find(pool, AlertKind::Audit, &config.task_name, month).await?;
     if let Some(resolved) = existing
         .as_ref()
         .filter(|a| differences > 0 && a.state == AlertState::Resolved)

@@ -4,16 +4,33 @@
 //! here so that storage (`crate::store::alerts`) can read and write alerts without depending on
 //! the rules.
 
-use std::fmt;
-use std::str::FromStr;
-
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+// Stored (`alert.kind`, a text column with a check constraint), sent and logged in upper case;
+// every form is derived from that one rule. (The doc comment is the OpenAPI description.)
 /// The alert kinds: the three of CONTRACT §3, and the audit's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    sqlx::Type,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "UPPERCASE")]
+#[sqlx(type_name = "text", rename_all = "UPPERCASE")]
+#[strum(serialize_all = "UPPERCASE", parse_err_ty = UnknownName, parse_err_fn = UnknownName::kind)]
 pub enum AlertKind {
     /// An execution ended FAILED and the date has no SUCCESS.
     Failed,
@@ -36,30 +53,40 @@ impl AlertKind {
         AlertKind::Audit,
     ];
 
+    /// The stored and wire spelling, and the `kind` label of the active-alert metric.
     pub fn as_str(self) -> &'static str {
-        match self {
-            AlertKind::Failed => "FAILED",
-            AlertKind::Timeout => "TIMEOUT",
-            AlertKind::Missed => "MISSED",
-            AlertKind::Audit => "AUDIT",
-        }
+        self.into()
     }
 }
 
+// Stored in `alert.state`.
 /// `ACTIVE` until the cause is gone, then `RESOLVED` for good.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    sqlx::Type,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "UPPERCASE")]
+#[sqlx(type_name = "text", rename_all = "UPPERCASE")]
+#[strum(serialize_all = "UPPERCASE", parse_err_ty = UnknownName, parse_err_fn = UnknownName::state)]
 pub enum AlertState {
     Active,
     Resolved,
 }
 
 impl AlertState {
+    /// The stored and wire spelling.
     pub fn as_str(self) -> &'static str {
-        match self {
-            AlertState::Active => "ACTIVE",
-            AlertState::Resolved => "RESOLVED",
-        }
+        self.into()
     }
 }
 
@@ -71,38 +98,43 @@ pub struct UnknownName {
     value: String,
 }
 
-impl FromStr for AlertKind {
-    type Err = UnknownName;
+impl UnknownName {
+    fn kind(value: &str) -> Self {
+        UnknownName {
+            what: "kind",
+            value: value.to_owned(),
+        }
+    }
 
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        AlertKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| UnknownName {
-                what: "kind",
-                value: s.to_owned(),
-            })
+    fn state(value: &str) -> Self {
+        UnknownName {
+            what: "state",
+            value: value.to_owned(),
+        }
     }
 }
 
-impl FromStr for AlertState {
-    type Err = UnknownName;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [AlertState::Active, AlertState::Resolved]
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| UnknownName {
-                what: "state",
-                value: s.to_owned(),
-            })
-    }
-}
-
-impl fmt::Display for AlertKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+// The row as stored is the shape the API lists and the webhook sends: one type (the doc comment
+// below is the OpenAPI description).
+/// An alert as the API lists it and the webhook sends it (CONTRACT §6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Alert {
+    pub id: i64,
+    pub kind: AlertKind,
+    pub task_name: String,
+    /// The business date the alert is about (`YYYY-MM-DD`); for AUDIT, the first day of the
+    /// audited month.
+    pub business_date: NaiveDate,
+    pub state: AlertState,
+    pub raised_at: DateTime<Utc>,
+    /// Set when the cause went away: a SUCCESS for the date, the run no longer RUNNING, or a
+    /// clean re-audit of the month.
+    pub resolved_at: Option<DateTime<Utc>>,
+    /// What happened, for people: the execution, its error, the deadline that passed, the
+    /// loans an audit found.
+    pub detail: String,
+    /// The execution behind a FAILED or TIMEOUT alert (null for MISSED and AUDIT).
+    pub execution_id: Option<i64>,
 }
 
 /// An alert a rule says should exist; the database decides whether it is new.
@@ -128,5 +160,10 @@ mod tests {
             assert_eq!(s.as_str().parse::<AlertState>(), Ok(s));
         }
         assert!("failed".parse::<AlertKind>().is_err());
+        assert_eq!("AUDIT".parse::<AlertKind>(), Ok(AlertKind::Audit));
+        assert_eq!(
+            "GONE".parse::<AlertState>().unwrap_err().to_string(),
+            "unknown alert state `GONE`"
+        );
     }
 }

@@ -64,8 +64,11 @@ pub struct StoredFine {
 /// although days are owed), `missing_charge`, `charge_differs`, `unexpected_charge`,
 /// `unexpected_reversal`, `missing_reversal` (a VOID fine's CHARGE not reversed),
 /// `reversal_differs`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema, strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Reason {
     /// The loan has overdue days in the month and no fine.
     MissingFine,
@@ -95,19 +98,7 @@ pub enum Reason {
 impl Reason {
     /// The wire spelling (`missing_fine`...), for people reading logs and the CLI.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::MissingFine => "missing_fine",
-            Reason::NotSettled => "not_settled",
-            Reason::AmountDiffers => "amount_differs",
-            Reason::UnexpectedFine => "unexpected_fine",
-            Reason::VoidedButOwed => "voided_but_owed",
-            Reason::MissingCharge => "missing_charge",
-            Reason::ChargeDiffers => "charge_differs",
-            Reason::UnexpectedCharge => "unexpected_charge",
-            Reason::UnexpectedReversal => "unexpected_reversal",
-            Reason::MissingReversal => "missing_reversal",
-            Reason::ReversalDiffers => "reversal_differs",
-        }
+        self.into()
     }
 }
 

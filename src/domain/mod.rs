@@ -9,6 +9,7 @@
 //! - [`loan`]: loan terms and overdue days.
 //! - [`fine`]: the monthly fine as of a date, and when it is final.
 //! - [`status`]: the fine status machine and ledger entry kinds.
+//! - [`execution`]: what started a run, an execution's status, a fire's outcome.
 //! - [`backfill`]: which business dates an operator's run settles, and the start-date rule.
 //! - [`audit`]: a loan's month recomputed and compared with its stored fine and ledger.
 //! - [`text`]: names and reasons a person wrote, e-mail addresses.
@@ -19,6 +20,7 @@ pub mod alert;
 pub mod audit;
 pub mod backfill;
 pub mod calendar;
+pub mod execution;
 pub mod fine;
 pub mod loan;
 pub mod reminder;

@@ -1,15 +1,34 @@
 //! What a reminder is: a loan and a kind, spelled `"{loan_id}:{KIND}"` as a Redis set member.
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use utoipa::ToSchema;
 
+// Stored (`notification.kind`, a text column with a check constraint), sent and queued in upper
+// case; every form is derived from that rule. (The doc comment is the OpenAPI description.)
 /// The two reminders a loan can get (CONTRACT §4). Stored and sent in upper case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    sqlx::Type,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[sqlx(type_name = "text", rename_all = "SCREAMING_SNAKE_CASE")]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE", parse_err_ty = ParseReminderError, parse_err_fn = ParseReminderError::of)]
 pub enum ReminderKind {
     /// 09:00 business time on the day before `due_on`.
     DueTomorrow,
@@ -21,17 +40,8 @@ impl ReminderKind {
     pub const ALL: [ReminderKind; 2] = [ReminderKind::DueTomorrow, ReminderKind::Overdue];
 
     /// The stored and wire spelling (`notification.kind`, JSON, Redis members).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ReminderKind::DueTomorrow => "DUE_TOMORROW",
-            ReminderKind::Overdue => "OVERDUE",
-        }
-    }
-}
-
-impl fmt::Display for ReminderKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+    pub fn as_str(self) -> &'static str {
+        self.into()
     }
 }
 
@@ -40,14 +50,9 @@ impl fmt::Display for ReminderKind {
 #[error("not a reminder: {0:?}")]
 pub struct ParseReminderError(pub String);
 
-impl FromStr for ReminderKind {
-    type Err = ParseReminderError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ReminderKind::ALL
-            .into_iter()
-            .find(|kind| kind.as_str() == s)
-            .ok_or_else(|| ParseReminderError(s.to_owned()))
+impl ParseReminderError {
+    fn of(text: &str) -> Self {
+        ParseReminderError(text.to_owned())
     }
 }
 

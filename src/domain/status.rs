@@ -1,10 +1,10 @@
 //! The fine status machine and ledger entry kinds.
 //!
-//! Both are stored as upper-case text (`PENDING`, `CHARGE`, ...) in Postgres and JSON, so each
-//! enum owns its one spelling (`as_str`, `FromStr`, serde) instead of scattering string literals.
-
-use std::fmt;
-use std::str::FromStr;
+//! Both are stored as upper-case text (`PENDING`, `CHARGE`, ...) in Postgres and JSON. Each enum
+//! derives all its forms from one case rule: `sqlx::Type` reads and writes the text column (a
+//! check constraint keeps it to the known names; an unknown one read back is a decode error),
+//! serde the JSON, strum `Display`, `FromStr` (ASCII case ignored, so `?status=pending` works)
+//! and `as_str`.
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -19,9 +19,41 @@ pub struct ParseStatusError {
     pub value: String,
 }
 
+impl ParseStatusError {
+    fn fine_status(value: &str) -> Self {
+        ParseStatusError {
+            kind: "fine status",
+            value: value.to_owned(),
+        }
+    }
+
+    fn ledger_kind(value: &str) -> Self {
+        ParseStatusError {
+            kind: "ledger kind",
+            value: value.to_owned(),
+        }
+    }
+}
+
 /// Lifecycle of a `fine_record` row: `PENDING → SETTLED → VOID`, `PENDING → VOID`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    sqlx::Type,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[sqlx(type_name = "text", rename_all = "SCREAMING_SNAKE_CASE")]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE", ascii_case_insensitive)]
+#[strum(parse_err_ty = ParseStatusError, parse_err_fn = ParseStatusError::fine_status)]
 pub enum FineStatus {
     /// Accruing; amount may still grow until final.
     Pending,
@@ -36,12 +68,8 @@ impl FineStatus {
     pub const ALL: [FineStatus; 3] = [FineStatus::Pending, FineStatus::Settled, FineStatus::Void];
 
     /// The stored and wire spelling.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            FineStatus::Pending => "PENDING",
-            FineStatus::Settled => "SETTLED",
-            FineStatus::Void => "VOID",
-        }
+    pub fn as_str(self) -> &'static str {
+        self.into()
     }
 
     /// Method form of [`can_transition`].
@@ -58,32 +86,26 @@ pub fn can_transition(from: FineStatus, to: FineStatus) -> bool {
     matches!((from, to), (Pending, Settled) | (Settled, Void) | (Pending, Void))
 }
 
-impl fmt::Display for FineStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for FineStatus {
-    type Err = ParseStatusError;
-
-    /// Parses the stored spelling; ASCII case is ignored so query strings like
-    /// `?status=pending` work too.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        FineStatus::ALL
-            .into_iter()
-            .find(|v| v.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| ParseStatusError {
-                kind: "fine status",
-                value: s.to_owned(),
-            })
-    }
-}
-
 /// Kind of a `ledger_entry`. Amounts are signed from the library's side: what the member owes
 /// goes up with a CHARGE and down with a REVERSAL or PAYMENT, and `balance_cents` is the sum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    sqlx::Type,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[sqlx(type_name = "text", rename_all = "SCREAMING_SNAKE_CASE")]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE", ascii_case_insensitive)]
+#[strum(parse_err_ty = ParseStatusError, parse_err_fn = ParseStatusError::ledger_kind)]
 pub enum LedgerKind {
     /// A settled fine.
     Charge,
@@ -98,12 +120,8 @@ impl LedgerKind {
     pub const ALL: [LedgerKind; 3] = [LedgerKind::Charge, LedgerKind::Reversal, LedgerKind::Payment];
 
     /// The stored and wire spelling.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            LedgerKind::Charge => "CHARGE",
-            LedgerKind::Reversal => "REVERSAL",
-            LedgerKind::Payment => "PAYMENT",
-        }
+    pub fn as_str(self) -> &'static str {
+        self.into()
     }
 
     /// The signed ledger amount for a non-negative `magnitude_cents`: positive for CHARGE,
@@ -116,27 +134,6 @@ impl LedgerKind {
             LedgerKind::Charge => magnitude_cents,
             LedgerKind::Reversal | LedgerKind::Payment => magnitude_cents.saturating_neg(),
         }
-    }
-}
-
-impl fmt::Display for LedgerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for LedgerKind {
-    type Err = ParseStatusError;
-
-    /// Parses the stored spelling, ignoring ASCII case.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        LedgerKind::ALL
-            .into_iter()
-            .find(|v| v.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| ParseStatusError {
-                kind: "ledger kind",
-                value: s.to_owned(),
-            })
     }
 }
 

@@ -420,7 +420,7 @@ impl Attempt<'_> {
         let inner = &self.job.inner;
         let attempt = NewAttempt {
             task_name: &inner.spec.task_name,
-            trigger: self.trigger.as_str(),
+            trigger: self.trigger,
             instance_id: &inner.spec.instance_id,
             fired_at: self.fired_at,
             outcome: self.outcome,

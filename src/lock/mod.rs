@@ -33,6 +33,8 @@ pub mod redis;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::config::{LockBackend, Settings};
@@ -80,16 +82,18 @@ pub enum Acquired {
     },
 }
 
-/// A task's lock for the admin API (CONTRACT §6 "lock"), as of the lock store's clock.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockView {
+// What either backend lists, as of the lock store's clock, is what the admin API serves (CONTRACT
+// §6 "lock"): one type (the doc comment below is the OpenAPI description).
+/// A job lock row. Rows stay after release; `held` says whether `locked_until` is still ahead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Lock {
     pub task_name: String,
+    /// The holder's instance id.
     pub locked_by: String,
     pub locked_at: DateTime<Utc>,
     pub locked_until: DateTime<Utc>,
+    /// Incremented by every acquisition; writes with an older token are refused.
     pub fencing_token: i64,
-    /// Whether `locked_until` is still ahead: rows stay after release, so a row alone does not
-    /// mean the task is running.
     pub held: bool,
 }
 
@@ -160,7 +164,7 @@ impl JobLock {
     }
 
     /// Every task's lock, by task name.
-    pub async fn list(&self) -> Result<Vec<LockView>, LockError> {
+    pub async fn list(&self) -> Result<Vec<Lock>, LockError> {
         match self {
             JobLock::Postgres(lock) => lock.list().await,
             JobLock::Redis(lock) => lock.list().await,

@@ -20,7 +20,7 @@ use sqlx::postgres::types::PgInterval;
 use sqlx::{AssertSqlSafe, PgPool};
 use uuid::Uuid;
 
-use super::{Acquired, Lease, LockError, LockSpec, LockView};
+use super::{Acquired, Lease, Lock, LockError, LockSpec};
 
 /// How long an acquisition waits for the lock row when another transaction has it locked.
 ///
@@ -158,9 +158,9 @@ impl PgLock {
         Ok(released.rows_affected() == 1)
     }
 
-    pub async fn list(&self) -> Result<Vec<LockView>, LockError> {
+    pub async fn list(&self) -> Result<Vec<Lock>, LockError> {
         let rows = sqlx::query_as!(
-            LockView,
+            Lock,
             r#"
             select task_name, locked_by, locked_at, locked_until, fencing_token,
                    locked_until > now() as "held!"

@@ -73,7 +73,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::postgres::TokenRecord;
-use super::{Acquired, Lease, LockError, LockSpec, LockView};
+use super::{Acquired, Lease, Lock, LockError, LockSpec};
 
 /// The key prefix the service uses. Tests pick their own to stay apart.
 pub const DEFAULT_PREFIX: &str = "finesettle:lock";
@@ -323,7 +323,7 @@ impl RedisLock {
 
     /// Every task that was ever locked (the `task_lock` rows), with the live holder and expiry
     /// from Redis where the key is present.
-    pub async fn list(&self) -> Result<Vec<LockView>, LockError> {
+    pub async fn list(&self) -> Result<Vec<Lock>, LockError> {
         let rows = self.record.rows().await?;
         if rows.is_empty() {
             return Ok(Vec::new());
@@ -343,7 +343,7 @@ impl RedisLock {
             .map(|(row, live)| match live {
                 Some((value, expires)) => {
                     let holding = Holding::parse(&value)?;
-                    Ok(LockView {
+                    Ok(Lock {
                         task_name: row.task_name,
                         locked_by: holding.holder,
                         locked_at: from_millis(holding.locked_at_ms)?,
@@ -352,7 +352,7 @@ impl RedisLock {
                         held: true,
                     })
                 }
-                None => Ok(LockView {
+                None => Ok(Lock {
                     task_name: row.task_name,
                     locked_by: row.locked_by,
                     locked_at: row.locked_at,

@@ -15,12 +15,9 @@
 //! stays RUNNING for good, nor for long.
 
 use std::collections::HashSet;
-use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
 use chrono::NaiveDate;
-use serde::{Deserialize, Serialize};
 use sqlx::{PgConnection, PgPool};
 use tokio::task::JoinHandle;
 
@@ -28,54 +25,8 @@ use super::RunContext;
 use crate::lock::{FenceError, fence};
 use crate::store::executions::{self, NewExecution};
 
-pub use crate::store::executions::{ExecutionRow, find, last_success, list};
-
-/// What started a run (`task_execution.trigger`, `task_attempt.trigger`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Trigger {
-    /// The cron schedule.
-    Cron,
-    /// The catch-up of a replica that started after a scheduled time.
-    Startup,
-    /// An operator: the admin API or the CLI.
-    Manual,
-}
-
-impl Trigger {
-    pub const ALL: [Trigger; 3] = [Trigger::Cron, Trigger::Startup, Trigger::Manual];
-
-    /// The stored and wire spelling.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Trigger::Cron => "cron",
-            Trigger::Startup => "startup",
-            Trigger::Manual => "manual",
-        }
-    }
-}
-
-impl fmt::Display for Trigger {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A text that names no trigger.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown trigger {0:?}: expected cron, startup or manual")]
-pub struct ParseTriggerError(pub String);
-
-impl FromStr for Trigger {
-    type Err = ParseTriggerError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Trigger::ALL
-            .into_iter()
-            .find(|t| t.as_str() == s)
-            .ok_or_else(|| ParseTriggerError(s.to_owned()))
-    }
-}
+pub use crate::domain::execution::{ParseTriggerError, Trigger};
+pub use crate::store::executions::{Execution, find, last_success, list};
 
 /// The answer of [`start`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,7 +45,7 @@ pub async fn start(pool: &PgPool, ctx: &RunContext, date: NaiveDate) -> Result<S
     let new = NewExecution {
         task_name: &ctx.task_name,
         business_date: date,
-        trigger: ctx.trigger.as_str(),
+        trigger: ctx.trigger,
         instance_id: &ctx.instance_id,
         fencing_token: ctx.fencing_token,
     };
@@ -209,18 +160,4 @@ pub async fn abandon_stale(pool: &PgPool, task_name: &str, current_token: i64) -
 /// Which of `dates` already have a SUCCESS (a manual run or backfill skips them).
 pub async fn settled_among(pool: &PgPool, task_name: &str, dates: &[NaiveDate]) -> sqlx::Result<HashSet<NaiveDate>> {
     executions::settled_among(pool, task_name, dates).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn trigger_round_trips() {
-        for t in Trigger::ALL {
-            assert_eq!(t.as_str().parse::<Trigger>(), Ok(t));
-            assert_eq!(serde_json::to_string(&t).unwrap(), format!("\"{t}\""));
-        }
-        assert!("Cron".parse::<Trigger>().is_err());
-    }
 }

@@ -11,7 +11,8 @@ use super::{DateCounts, RunContext, SettleError, date, settle_date};
 use crate::lock::FenceError;
 
 /// How one date of a walk ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum DateStatus {
     /// Settled and recorded SUCCESS.
     Success,
@@ -27,14 +28,9 @@ pub enum DateStatus {
 }
 
 impl DateStatus {
+    /// The spelling the CLI, logs and metrics use.
     pub fn as_str(self) -> &'static str {
-        match self {
-            DateStatus::Success => "SUCCESS",
-            DateStatus::AlreadySettled => "ALREADY_SETTLED",
-            DateStatus::Failed => "FAILED",
-            DateStatus::Fenced => "FENCED",
-            DateStatus::Abandoned => "ABANDONED",
-        }
+        self.into()
     }
 }
 

@@ -9,20 +9,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::PageRequest;
-use crate::domain::alert::NewAlert;
-
-#[derive(Debug, Clone)]
-pub struct AlertRow {
-    pub id: i64,
-    pub kind: String,
-    pub task_name: String,
-    pub business_date: NaiveDate,
-    pub state: String,
-    pub raised_at: DateTime<Utc>,
-    pub resolved_at: Option<DateTime<Utc>>,
-    pub detail: String,
-    pub execution_id: Option<i64>,
-}
+use crate::domain::alert::{Alert, AlertKind, AlertState, NewAlert};
 
 // --- job registration --------------------------------------------------------------------
 
@@ -189,14 +176,15 @@ pub async fn raise(
     executor: impl sqlx::PgExecutor<'_>,
     task_name: &str,
     alert: &NewAlert,
-) -> sqlx::Result<Option<AlertRow>> {
+) -> sqlx::Result<Option<Alert>> {
     sqlx::query_as!(
-        AlertRow,
+        Alert,
         r#"
         insert into alert (kind, task_name, business_date, detail, execution_id)
         values ($1, $2, $3, $4, $5)
         on conflict on constraint alert_once do nothing
-        returning id, kind, task_name, business_date, state, raised_at, resolved_at, detail, execution_id
+        returning id, kind as "kind: AlertKind", task_name, business_date, state as "state: AlertState", raised_at,
+                  resolved_at, detail, execution_id
         "#,
         alert.kind.as_str(),
         task_name,
@@ -215,9 +203,9 @@ pub async fn raise(
 ///
 /// Rows another replica is resolving right now are skipped (`skip locked`): it will announce
 /// them, and two replicas never wait on each other's rows in opposite orders.
-pub async fn resolve_gone(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Vec<AlertRow>> {
+pub async fn resolve_gone(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Vec<Alert>> {
     sqlx::query_as!(
-        AlertRow,
+        Alert,
         r#"
         with gone as (
             select a.id
@@ -241,8 +229,8 @@ pub async fn resolve_gone(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
         set state = 'RESOLVED', resolved_at = now()
         from gone
         where a.id = gone.id
-        returning a.id, a.kind, a.task_name, a.business_date, a.state, a.raised_at, a.resolved_at, a.detail,
-                  a.execution_id
+        returning a.id, a.kind as "kind: AlertKind", a.task_name, a.business_date, a.state as "state: AlertState",
+                  a.raised_at, a.resolved_at, a.detail, a.execution_id
         "#,
         task_name
     )
@@ -255,12 +243,12 @@ pub async fn resolve_gone(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
 /// resolving it right now (`skip locked`: that one announces it).
 pub async fn resolve_active(
     executor: impl sqlx::PgExecutor<'_>,
-    kind: &str,
+    kind: AlertKind,
     task_name: &str,
     business_date: NaiveDate,
-) -> sqlx::Result<Option<AlertRow>> {
+) -> sqlx::Result<Option<Alert>> {
     sqlx::query_as!(
-        AlertRow,
+        Alert,
         r#"
         with active as (
             select a.id
@@ -272,10 +260,10 @@ pub async fn resolve_active(
         set state = 'RESOLVED', resolved_at = now()
         from active
         where a.id = active.id
-        returning a.id, a.kind, a.task_name, a.business_date, a.state, a.raised_at, a.resolved_at, a.detail,
-                  a.execution_id
+        returning a.id, a.kind as "kind: AlertKind", a.task_name, a.business_date, a.state as "state: AlertState",
+                  a.raised_at, a.resolved_at, a.detail, a.execution_id
         "#,
-        kind,
+        kind.as_str(),
         task_name,
         business_date
     )
@@ -287,18 +275,19 @@ pub async fn resolve_active(
 /// (`alert_once`).
 pub async fn find(
     executor: impl sqlx::PgExecutor<'_>,
-    kind: &str,
+    kind: AlertKind,
     task_name: &str,
     business_date: NaiveDate,
-) -> sqlx::Result<Option<AlertRow>> {
+) -> sqlx::Result<Option<Alert>> {
     sqlx::query_as!(
-        AlertRow,
+        Alert,
         r#"
-        select id, kind, task_name, business_date, state, raised_at, resolved_at, detail, execution_id
+        select id, kind as "kind: AlertKind", task_name, business_date, state as "state: AlertState", raised_at,
+               resolved_at, detail, execution_id
         from alert
         where kind = $1 and task_name = $2 and business_date = $3
         "#,
-        kind,
+        kind.as_str(),
         task_name,
         business_date
     )
@@ -311,20 +300,21 @@ pub async fn find(
 /// Newest first; `state` `None` lists every state. The cursor is the last id seen.
 pub async fn list(
     executor: impl sqlx::PgExecutor<'_>,
-    state: Option<&str>,
+    state: Option<AlertState>,
     page: PageRequest,
-) -> sqlx::Result<Vec<AlertRow>> {
+) -> sqlx::Result<Vec<Alert>> {
     sqlx::query_as!(
-        AlertRow,
+        Alert,
         r#"
-        select id, kind, task_name, business_date, state, raised_at, resolved_at, detail, execution_id
+        select id, kind as "kind: AlertKind", task_name, business_date, state as "state: AlertState", raised_at,
+               resolved_at, detail, execution_id
         from alert
         where ($1::text is null or state = $1)
           and ($2::bigint = 0 or id < $2)
         order by id desc
         limit $3
         "#,
-        state,
+        state.map(AlertState::as_str),
         page.after,
         page.fetch()
     )
@@ -333,9 +323,9 @@ pub async fn list(
 }
 
 /// Active alerts per kind (kinds without any are absent), for the active-alert metric.
-pub async fn count_active_by_kind(executor: impl sqlx::PgExecutor<'_>) -> sqlx::Result<Vec<(String, i64)>> {
+pub async fn count_active_by_kind(executor: impl sqlx::PgExecutor<'_>) -> sqlx::Result<Vec<(AlertKind, i64)>> {
     let rows = sqlx::query!(
-        r#"select kind, count(*) as "count!" from alert where state = 'ACTIVE' group by kind order by kind"#
+        r#"select kind as "kind: AlertKind", count(*) as "count!" from alert where state = 'ACTIVE' group by kind order by kind"#
     )
     .fetch_all(executor)
     .await?;

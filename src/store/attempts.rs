@@ -5,44 +5,18 @@
 //! which replica ran what even for fires that settled nothing.
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::PageRequest;
-
-/// What happened to one fire on one replica.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AttemptOutcome {
-    /// Took the lock and ran.
-    Won,
-    /// Another holder had the lock.
-    Held,
-    /// This process was still running the previous fire; skipped, not queued.
-    Busy,
-    /// Renewal failed or the fence refused a write: the run stopped.
-    LostLease,
-    /// The lock store could not be reached.
-    Unavailable,
-    /// Took the lock and found every date already settled.
-    NothingToDo,
-}
-
-impl AttemptOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AttemptOutcome::Won => "WON",
-            AttemptOutcome::Held => "HELD",
-            AttemptOutcome::Busy => "BUSY",
-            AttemptOutcome::LostLease => "LOST_LEASE",
-            AttemptOutcome::Unavailable => "UNAVAILABLE",
-            AttemptOutcome::NothingToDo => "NOTHING_TO_DO",
-        }
-    }
-}
+pub use crate::domain::execution::AttemptOutcome;
+use crate::domain::execution::Trigger;
 
 /// One attempt, as recorded.
 #[derive(Debug, Clone)]
 pub struct NewAttempt<'a> {
     pub task_name: &'a str,
-    pub trigger: &'a str,
+    pub trigger: Trigger,
     pub instance_id: &'a str,
     pub fired_at: DateTime<Utc>,
     pub outcome: AttemptOutcome,
@@ -51,16 +25,24 @@ pub struct NewAttempt<'a> {
     pub detail: Option<&'a str>,
 }
 
-#[derive(Debug, Clone)]
-pub struct AttemptRow {
+// The row as stored is the shape the API serves: one type (the doc comment below is the
+// OpenAPI description).
+/// One fire as one replica handled it: the attempt timeline.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Attempt {
     pub id: i64,
     pub task_name: String,
-    pub trigger: String,
+    #[schema(value_type = String)]
+    pub trigger: Trigger,
     pub instance_id: String,
+    /// The scheduled instant for cron fires; the request time otherwise.
     pub fired_at: DateTime<Utc>,
     pub recorded_at: DateTime<Utc>,
-    pub outcome: String,
+    /// `WON`, `HELD`, `BUSY`, `LOST_LEASE`, `UNAVAILABLE` or `NOTHING_TO_DO`.
+    #[schema(value_type = String)]
+    pub outcome: AttemptOutcome,
     pub fencing_token: Option<i64>,
+    /// Who held the lock, for `HELD`.
     pub holder: Option<String>,
     pub detail: Option<String>,
 }
@@ -73,7 +55,7 @@ pub async fn record(executor: impl sqlx::PgExecutor<'_>, attempt: &NewAttempt<'_
         returning id
         "#,
         attempt.task_name,
-        attempt.trigger,
+        attempt.trigger.as_str(),
         attempt.instance_id,
         attempt.fired_at,
         attempt.outcome.as_str(),
@@ -90,11 +72,12 @@ pub async fn list(
     executor: impl sqlx::PgExecutor<'_>,
     task_name: &str,
     page: PageRequest,
-) -> sqlx::Result<Vec<AttemptRow>> {
+) -> sqlx::Result<Vec<Attempt>> {
     sqlx::query_as!(
-        AttemptRow,
+        Attempt,
         r#"
-        select id, task_name, trigger, instance_id, fired_at, recorded_at, outcome, fencing_token, holder, detail
+        select id, task_name, trigger as "trigger: Trigger", instance_id, fired_at, recorded_at,
+               outcome as "outcome: AttemptOutcome", fencing_token, holder, detail
         from task_attempt
         where task_name = $1 and ($2::bigint = 0 or id < $2)
         order by id desc

@@ -1,23 +1,29 @@
 //! Book copies. Whether a copy is lent is derived from its open loan, never stored twice.
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::PageRequest;
 
-#[derive(Debug, Clone)]
-pub struct BookRow {
+// The row with whether it is lent is the shape the API serves: one type (the doc comment
+// below is the OpenAPI description).
+/// One copy of a book. Two copies of the same title are two books with the same ISBN.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Book {
     pub id: i64,
     pub title: String,
+    /// ISBN-10 or ISBN-13, digits only (an ISBN-10 may end in `X`).
     pub isbn: Option<String>,
-    /// Whether the copy is on an open loan right now.
+    /// Whether the copy is on an open loan.
     pub on_loan: bool,
     pub created_at: DateTime<Utc>,
 }
 
 /// Adds a copy. `title` is trimmed and `isbn` normalised (digits only) by the caller.
-pub async fn insert(executor: impl sqlx::PgExecutor<'_>, title: &str, isbn: Option<&str>) -> sqlx::Result<BookRow> {
+pub async fn insert(executor: impl sqlx::PgExecutor<'_>, title: &str, isbn: Option<&str>) -> sqlx::Result<Book> {
     sqlx::query_as!(
-        BookRow,
+        Book,
         r#"
         insert into book (title, isbn) values ($1, $2)
         returning id, title, isbn, false as "on_loan!", created_at
@@ -29,9 +35,9 @@ pub async fn insert(executor: impl sqlx::PgExecutor<'_>, title: &str, isbn: Opti
     .await
 }
 
-pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<BookRow>> {
+pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<Book>> {
     sqlx::query_as!(
-        BookRow,
+        Book,
         r#"
         select b.id, b.title, b.isbn, b.created_at,
                -- answered by the partial unique index loan_one_open_per_book
@@ -46,9 +52,9 @@ pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<
 }
 
 /// A page of books in id order.
-pub async fn list(executor: impl sqlx::PgExecutor<'_>, page: PageRequest) -> sqlx::Result<Vec<BookRow>> {
+pub async fn list(executor: impl sqlx::PgExecutor<'_>, page: PageRequest) -> sqlx::Result<Vec<Book>> {
     sqlx::query_as!(
-        BookRow,
+        Book,
         r#"
         select b.id, b.title, b.isbn, b.created_at,
                exists (select 1 from loan l where l.book_id = b.id and l.returned_at is null) as "on_loan!"

@@ -1,10 +1,11 @@
 //! Aggregates for the operator dashboard: sums over whole tables, with no row of any member.
 
+use crate::domain::FineStatus;
+
 /// Fines of one status: how many, and how much in all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FineTotal {
-    /// `PENDING`, `SETTLED` or `VOID`.
-    pub status: String,
+    pub status: FineStatus,
     pub count: i64,
     pub amount_cents: i64,
 }
@@ -17,7 +18,7 @@ pub async fn fine_totals(executor: impl sqlx::PgExecutor<'_>) -> sqlx::Result<Ve
     sqlx::query_as!(
         FineTotal,
         r#"
-        select status,
+        select status as "status: FineStatus",
                count(*) as "count!",
                -- sum(bigint) is numeric; the total of real fines fits a bigint by far
                coalesce(sum(amount_cents), 0)::bigint as "amount_cents!"

@@ -11,24 +11,31 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, NaiveDate, Utc};
+use serde::Serialize;
 use sqlx::PgConnection;
+use utoipa::ToSchema;
 
 use super::PageRequest;
+use crate::domain::execution::{ExecutionStatus, Trigger};
 
-/// One execution, with the fields of CONTRACT §6 "execution".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecutionRow {
+// The row as stored is the shape the API serves: one type (the doc comment below is the
+// OpenAPI description).
+/// One business date worked on by one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Execution {
     pub id: i64,
     pub task_name: String,
     pub business_date: NaiveDate,
     /// `cron`, `startup` or `manual`.
-    pub trigger: String,
+    #[schema(value_type = String)]
+    pub trigger: Trigger,
     pub instance_id: String,
     pub fencing_token: i64,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     /// `RUNNING`, `SUCCESS` or `FAILED`.
-    pub status: String,
+    #[schema(value_type = String)]
+    pub status: ExecutionStatus,
     pub affected_rows: i64,
     pub error: Option<String>,
 }
@@ -38,7 +45,7 @@ pub struct ExecutionRow {
 pub struct NewExecution<'a> {
     pub task_name: &'a str,
     pub business_date: NaiveDate,
-    pub trigger: &'a str,
+    pub trigger: Trigger,
     pub instance_id: &'a str,
     pub fencing_token: i64,
 }
@@ -60,7 +67,7 @@ pub async fn insert_running(conn: &mut PgConnection, new: &NewExecution<'_>) -> 
         "#,
         new.task_name,
         new.business_date,
-        new.trigger,
+        new.trigger.as_str(),
         new.instance_id,
         new.fencing_token
     )
@@ -204,12 +211,12 @@ pub async fn settled_among(
     Ok(rows.into_iter().collect())
 }
 
-pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<ExecutionRow>> {
+pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<Execution>> {
     sqlx::query_as!(
-        ExecutionRow,
+        Execution,
         r#"
-        select id, task_name, business_date, trigger, instance_id, fencing_token, started_at,
-               finished_at, status, affected_rows, error
+        select id, task_name, business_date, trigger as "trigger: Trigger", instance_id, fencing_token,
+               started_at, finished_at, status as "status: ExecutionStatus", affected_rows, error
         from task_execution
         where id = $1
         "#,
@@ -224,12 +231,12 @@ pub async fn list(
     executor: impl sqlx::PgExecutor<'_>,
     task_name: &str,
     page: PageRequest,
-) -> sqlx::Result<Vec<ExecutionRow>> {
+) -> sqlx::Result<Vec<Execution>> {
     sqlx::query_as!(
-        ExecutionRow,
+        Execution,
         r#"
-        select id, task_name, business_date, trigger, instance_id, fencing_token, started_at,
-               finished_at, status, affected_rows, error
+        select id, task_name, business_date, trigger as "trigger: Trigger", instance_id, fencing_token,
+               started_at, finished_at, status as "status: ExecutionStatus", affected_rows, error
         from task_execution
         where task_name = $1 and ($2::bigint = 0 or id < $2)
         order by id desc
@@ -243,22 +250,10 @@ pub async fn list(
     .await
 }
 
-/// The newest execution of `task_name` (the jobs view).
-pub async fn latest(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Option<ExecutionRow>> {
-    sqlx::query_as!(
-        ExecutionRow,
-        r#"
-        select id, task_name, business_date, trigger, instance_id, fencing_token, started_at,
-               finished_at, status, affected_rows, error
-        from task_execution
-        where task_name = $1
-        order by id desc
-        limit 1
-        "#,
-        task_name
-    )
-    .fetch_optional(executor)
-    .await
+/// The newest execution of `task_name` (the jobs view): the first row of [`list`]'s first page.
+pub async fn latest(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Option<Execution>> {
+    let newest = PageRequest { after: 0, limit: 1 };
+    Ok(list(executor, task_name, newest).await?.into_iter().next())
 }
 
 /// The execution a given run (fencing token) started for `business_date`.
@@ -267,12 +262,12 @@ pub async fn find_by_token(
     task_name: &str,
     business_date: NaiveDate,
     fencing_token: i64,
-) -> sqlx::Result<Option<ExecutionRow>> {
+) -> sqlx::Result<Option<Execution>> {
     sqlx::query_as!(
-        ExecutionRow,
+        Execution,
         r#"
-        select id, task_name, business_date, trigger, instance_id, fencing_token, started_at,
-               finished_at, status, affected_rows, error
+        select id, task_name, business_date, trigger as "trigger: Trigger", instance_id, fencing_token,
+               started_at, finished_at, status as "status: ExecutionStatus", affected_rows, error
         from task_execution
         where task_name = $1 and business_date = $2 and fencing_token = $3
         order by id desc

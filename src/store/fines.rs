@@ -5,26 +5,47 @@
 //! state-conditioned update, and post the reversal (see `store::ledger`) before committing.
 
 use chrono::{DateTime, NaiveDate, Utc};
+use serde::Serialize;
 use sqlx::PgConnection;
+use utoipa::ToSchema;
+use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 use super::PageRequest;
 use crate::domain::FineStatus;
 
-/// A fine, with its status parsed.
-#[derive(Debug, Clone)]
-pub struct FineRow {
+// The row as stored is the shape the API serves: one type (the doc comment below is the
+// OpenAPI description).
+/// A loan's fine for one month.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Fine {
     pub id: i64,
     pub loan_id: i64,
     pub member_id: i64,
+    /// The first day of the month the fine is for.
     pub settle_month: NaiveDate,
+    /// Overdue days of the loan in that month, up to `accrued_through`.
     pub overdue_days: i32,
+    /// `overdue_days` × the loan's daily fine.
     pub amount_cents: i64,
+    /// The last day counted toward the fine.
     pub accrued_through: NaiveDate,
+    #[schema(schema_with = fine_status_schema)]
     pub status: FineStatus,
     pub settled_at: Option<DateTime<Utc>>,
     pub voided_at: Option<DateTime<Utc>>,
     pub void_reason: Option<String>,
+    /// The fencing token of the settlement run that last wrote the fine.
     pub fencing_token: i64,
+}
+
+/// The schema of a fine status, listing the names [`FineStatus`] owns (inline, as the API has
+/// always described it, rather than a schema of its own).
+pub fn fine_status_schema() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(FineStatus::ALL.map(FineStatus::as_str)))
+        .description(Some("A fine's status: PENDING → SETTLED → VOID, or PENDING → VOID"))
+        .build()
 }
 
 /// Which fines to list. Every filter is optional; the given ones must all match.
@@ -36,62 +57,19 @@ pub struct FineFilter {
     pub settle_month: Option<NaiveDate>,
 }
 
-/// A row as selected: `status` is still text (a check constraint keeps it to the three names).
-struct StoredFine {
-    id: i64,
-    loan_id: i64,
-    member_id: i64,
-    settle_month: NaiveDate,
-    overdue_days: i32,
-    amount_cents: i64,
-    accrued_through: NaiveDate,
-    status: String,
-    settled_at: Option<DateTime<Utc>>,
-    voided_at: Option<DateTime<Utc>>,
-    void_reason: Option<String>,
-    fencing_token: i64,
-}
-
-impl TryFrom<StoredFine> for FineRow {
-    type Error = sqlx::Error;
-
-    fn try_from(row: StoredFine) -> sqlx::Result<Self> {
-        Ok(FineRow {
-            status: row.status.parse().map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-            id: row.id,
-            loan_id: row.loan_id,
-            member_id: row.member_id,
-            settle_month: row.settle_month,
-            overdue_days: row.overdue_days,
-            amount_cents: row.amount_cents,
-            accrued_through: row.accrued_through,
-            settled_at: row.settled_at,
-            voided_at: row.voided_at,
-            void_reason: row.void_reason,
-            fencing_token: row.fencing_token,
-        })
-    }
-}
-
-fn parse_all(rows: Vec<StoredFine>) -> sqlx::Result<Vec<FineRow>> {
-    rows.into_iter().map(FineRow::try_from).collect()
-}
-
-pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<FineRow>> {
+pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<Fine>> {
     sqlx::query_as!(
-        StoredFine,
+        Fine,
         r#"
         select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
-               status, settled_at, voided_at, void_reason, fencing_token
+               status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
         from fine_record
         where id = $1
         "#,
         id
     )
     .fetch_optional(executor)
-    .await?
-    .map(FineRow::try_from)
-    .transpose()
+    .await
 }
 
 /// A page of fines in id order.
@@ -105,15 +83,15 @@ pub async fn list(
     executor: impl sqlx::PgExecutor<'_>,
     filter: FineFilter,
     page: PageRequest,
-) -> sqlx::Result<Vec<FineRow>> {
+) -> sqlx::Result<Vec<Fine>> {
     let status = filter.status.map(FineStatus::as_str);
-    let rows = match (filter.member_id, filter.loan_id) {
+    match (filter.member_id, filter.loan_id) {
         (Some(member_id), loan_id) => {
             sqlx::query_as!(
-                StoredFine,
+                Fine,
                 r#"
                 select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
-                       status, settled_at, voided_at, void_reason, fencing_token
+                       status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
                 from fine_record
                 -- walks fine_record_member (member_id, id) in order
                 where member_id = $1
@@ -132,14 +110,14 @@ pub async fn list(
                 page.fetch()
             )
             .fetch_all(executor)
-            .await?
+            .await
         }
         (None, Some(loan_id)) => {
             sqlx::query_as!(
-                StoredFine,
+                Fine,
                 r#"
                 select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
-                       status, settled_at, voided_at, void_reason, fencing_token
+                       status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
                 from fine_record
                 -- a loan has one fine per month: few rows, found by fine_record_loan_month_key
                 where loan_id = $1
@@ -156,14 +134,14 @@ pub async fn list(
                 page.fetch()
             )
             .fetch_all(executor)
-            .await?
+            .await
         }
         (None, None) => {
             sqlx::query_as!(
-                StoredFine,
+                Fine,
                 r#"
                 select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
-                       status, settled_at, voided_at, void_reason, fencing_token
+                       status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
                 from fine_record
                 where id > $1
                   and ($2::text is null or status = $2)
@@ -177,10 +155,9 @@ pub async fn list(
                 page.fetch()
             )
             .fetch_all(executor)
-            .await?
+            .await
         }
-    };
-    parse_all(rows)
+    }
 }
 
 /// Locks the fine's row until the caller's transaction ends and returns it as it is now.
@@ -188,12 +165,12 @@ pub async fn list(
 /// Whoever changes a fine (a void here, the settlement job) holds this lock, so the status read
 /// here is the one the caller's update will see: a fine the job settles while a void waits is
 /// voided as SETTLED, with its reversal.
-pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<FineRow>> {
+pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<Fine>> {
     sqlx::query_as!(
-        StoredFine,
+        Fine,
         r#"
         select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
-               status, settled_at, voided_at, void_reason, fencing_token
+               status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
         from fine_record
         where id = $1
         for update
@@ -201,9 +178,7 @@ pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<FineR
         id
     )
     .fetch_optional(conn)
-    .await?
-    .map(FineRow::try_from)
-    .transpose()
+    .await
 }
 
 /// Voids the fine if it is still in status `from`; `None` when it is not.
@@ -211,15 +186,15 @@ pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<FineR
 /// The status condition makes the update safe even without [`lock`]: two voids can never both
 /// succeed. `fencing_token` is left alone: it names the settlement run that last wrote the
 /// amount, which a void does not change.
-pub async fn void(conn: &mut PgConnection, id: i64, from: FineStatus, reason: &str) -> sqlx::Result<Option<FineRow>> {
+pub async fn void(conn: &mut PgConnection, id: i64, from: FineStatus, reason: &str) -> sqlx::Result<Option<Fine>> {
     sqlx::query_as!(
-        StoredFine,
+        Fine,
         r#"
         update fine_record
         set status = $3, voided_at = now(), void_reason = $4
         where id = $1 and status = $2
         returning id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
-                  status, settled_at, voided_at, void_reason, fencing_token
+                  status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
         "#,
         id,
         from.as_str(),
@@ -227,7 +202,5 @@ pub async fn void(conn: &mut PgConnection, id: i64, from: FineStatus, reason: &s
         reason
     )
     .fetch_optional(conn)
-    .await?
-    .map(FineRow::try_from)
-    .transpose()
+    .await
 }

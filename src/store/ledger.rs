@@ -5,46 +5,37 @@
 //! comes from [`LedgerKind::signed_amount`], in one place.
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use sqlx::PgConnection;
+use utoipa::ToSchema;
+use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 use super::PageRequest;
 use crate::domain::LedgerKind;
 
-/// A ledger entry, with its kind parsed.
-#[derive(Debug, Clone)]
-pub struct LedgerEntryRow {
+// The row as stored is the shape the API serves: one type (the doc comment below is the
+// OpenAPI description).
+/// One movement on a member's account.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LedgerEntry {
     pub id: i64,
     pub member_id: i64,
-    /// The fine a CHARGE or REVERSAL is for; `None` for a PAYMENT.
+    /// The fine a CHARGE or REVERSAL is for; null for a PAYMENT.
     pub fine_id: Option<i64>,
+    #[schema(schema_with = ledger_kind_schema)]
     pub kind: LedgerKind,
+    /// Signed from the library's side: CHARGE positive, REVERSAL and PAYMENT negative.
     pub amount_cents: i64,
     pub created_at: DateTime<Utc>,
 }
 
-/// A row as selected: `kind` is still text (a check constraint keeps it to the three names).
-struct StoredEntry {
-    id: i64,
-    member_id: i64,
-    fine_id: Option<i64>,
-    kind: String,
-    amount_cents: i64,
-    created_at: DateTime<Utc>,
-}
-
-impl TryFrom<StoredEntry> for LedgerEntryRow {
-    type Error = sqlx::Error;
-
-    fn try_from(row: StoredEntry) -> sqlx::Result<Self> {
-        Ok(LedgerEntryRow {
-            kind: row.kind.parse().map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-            id: row.id,
-            member_id: row.member_id,
-            fine_id: row.fine_id,
-            amount_cents: row.amount_cents,
-            created_at: row.created_at,
-        })
-    }
+/// The schema of a ledger kind, listing the names [`LedgerKind`] owns (inline, as the API
+/// has always described it, rather than a schema of its own).
+fn ledger_kind_schema() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(LedgerKind::ALL.map(LedgerKind::as_str)))
+        .build()
 }
 
 /// A page of one member's entries, oldest first (walks `ledger_entry_member`).
@@ -52,11 +43,11 @@ pub async fn list_for_member(
     executor: impl sqlx::PgExecutor<'_>,
     member_id: i64,
     page: PageRequest,
-) -> sqlx::Result<Vec<LedgerEntryRow>> {
+) -> sqlx::Result<Vec<LedgerEntry>> {
     sqlx::query_as!(
-        StoredEntry,
+        LedgerEntry,
         r#"
-        select id, member_id, fine_id, kind, amount_cents, created_at
+        select id, member_id, fine_id, kind as "kind: LedgerKind", amount_cents, created_at
         from ledger_entry
         where member_id = $1 and id > $2
         order by id
@@ -67,10 +58,7 @@ pub async fn list_for_member(
         page.fetch()
     )
     .fetch_all(executor)
-    .await?
-    .into_iter()
-    .map(LedgerEntryRow::try_from)
-    .collect()
+    .await
 }
 
 /// What the member owes: the sum of their ledger (negative is a credit).
@@ -97,11 +85,7 @@ pub async fn lock_account(conn: &mut PgConnection, member_id: i64) -> sqlx::Resu
 }
 
 /// Posts a payment of `amount_cents` (positive) received from the member.
-pub async fn insert_payment(
-    conn: &mut PgConnection,
-    member_id: i64,
-    amount_cents: i64,
-) -> sqlx::Result<LedgerEntryRow> {
+pub async fn insert_payment(conn: &mut PgConnection, member_id: i64, amount_cents: i64) -> sqlx::Result<LedgerEntry> {
     insert(conn, member_id, None, LedgerKind::Payment, amount_cents).await
 }
 
@@ -113,7 +97,7 @@ pub async fn insert_reversal(
     member_id: i64,
     fine_id: i64,
     amount_cents: i64,
-) -> sqlx::Result<LedgerEntryRow> {
+) -> sqlx::Result<LedgerEntry> {
     insert(conn, member_id, Some(fine_id), LedgerKind::Reversal, amount_cents).await
 }
 
@@ -123,13 +107,13 @@ async fn insert(
     fine_id: Option<i64>,
     kind: LedgerKind,
     magnitude_cents: i64,
-) -> sqlx::Result<LedgerEntryRow> {
+) -> sqlx::Result<LedgerEntry> {
     sqlx::query_as!(
-        StoredEntry,
+        LedgerEntry,
         r#"
         insert into ledger_entry (member_id, fine_id, kind, amount_cents)
         values ($1, $2, $3, $4)
-        returning id, member_id, fine_id, kind, amount_cents, created_at
+        returning id, member_id, fine_id, kind as "kind: LedgerKind", amount_cents, created_at
         "#,
         member_id,
         fine_id,
@@ -137,6 +121,5 @@ async fn insert(
         kind.signed_amount(magnitude_cents)
     )
     .fetch_one(conn)
-    .await?
-    .try_into()
+    .await
 }

@@ -10,6 +10,9 @@ use utoipa::ToSchema;
 
 use super::PageRequest;
 
+/// A loan as stored. The API's loan is a type of its own (`http::loans::Loan`): it adds a
+/// `status` judged on the business date of each request ([`LoanStatus::of`]), which no column
+/// holds.
 #[derive(Debug, Clone)]
 pub struct LoanRow {
     pub id: i64,
@@ -25,8 +28,9 @@ pub struct LoanRow {
 }
 
 /// Where a loan stands on a business date.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, strum::IntoStaticStr)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum LoanStatus {
     /// Not returned, and not past its due date.
     Open,
@@ -51,11 +55,7 @@ impl LoanStatus {
 
     /// The name the list queries compare with (the same as on the wire).
     pub fn as_str(self) -> &'static str {
-        match self {
-            LoanStatus::Open => "open",
-            LoanStatus::Returned => "returned",
-            LoanStatus::Overdue => "overdue",
-        }
+        self.into()
     }
 }
 

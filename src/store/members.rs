@@ -1,21 +1,27 @@
 //! Members, with their balance: the sum of their ledger.
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::PageRequest;
 
-#[derive(Debug, Clone)]
-pub struct MemberRow {
+// The row with its balance is the shape the API serves: one type (the doc comment below is
+// the OpenAPI description).
+/// A member of the library and what they owe.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Member {
     pub id: i64,
     pub name: String,
     pub email: String,
+    /// What the member owes, in cents: the sum of their ledger (negative means credit).
     pub balance_cents: i64,
     pub created_at: DateTime<Utc>,
 }
 
-pub async fn insert(executor: impl sqlx::PgExecutor<'_>, name: &str, email: &str) -> sqlx::Result<MemberRow> {
+pub async fn insert(executor: impl sqlx::PgExecutor<'_>, name: &str, email: &str) -> sqlx::Result<Member> {
     sqlx::query_as!(
-        MemberRow,
+        Member,
         r#"
         insert into member (name, email) values ($1, $2)
         returning id, name, email, 0::bigint as "balance_cents!", created_at
@@ -27,9 +33,9 @@ pub async fn insert(executor: impl sqlx::PgExecutor<'_>, name: &str, email: &str
     .await
 }
 
-pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<MemberRow>> {
+pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<Member>> {
     sqlx::query_as!(
-        MemberRow,
+        Member,
         r#"
         select m.id, m.name, m.email, m.created_at,
                -- what the member owes: charges minus reversals and payments
@@ -51,9 +57,9 @@ pub async fn exists(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Resul
 }
 
 /// A page of members in id order, each with its balance.
-pub async fn list(executor: impl sqlx::PgExecutor<'_>, page: PageRequest) -> sqlx::Result<Vec<MemberRow>> {
+pub async fn list(executor: impl sqlx::PgExecutor<'_>, page: PageRequest) -> sqlx::Result<Vec<Member>> {
     sqlx::query_as!(
-        MemberRow,
+        Member,
         r#"
         select m.id, m.name, m.email, m.created_at,
                coalesce((select sum(l.amount_cents) from ledger_entry l where l.member_id = m.id), 0)::bigint

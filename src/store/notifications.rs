@@ -5,41 +5,23 @@
 //! reconciler racing a consumer) is recorded once.
 
 use chrono::{DateTime, NaiveDate, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::PageRequest;
 use crate::domain::reminder::{Reminder, ReminderKind};
 
-/// A notification, with its kind parsed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotificationRow {
+// The row as stored is the shape the API serves: one type (the doc comment below is the
+// OpenAPI description).
+/// A reminder sent to a member about one of their loans.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Notification {
     pub id: i64,
     pub loan_id: i64,
     pub member_id: i64,
+    /// `DUE_TOMORROW` (the day before `due_on`) or `OVERDUE` (the day after).
     pub kind: ReminderKind,
     pub sent_at: DateTime<Utc>,
-}
-
-/// A row as selected: `kind` is still text (a check constraint keeps it to the two names).
-struct StoredNotification {
-    id: i64,
-    loan_id: i64,
-    member_id: i64,
-    kind: String,
-    sent_at: DateTime<Utc>,
-}
-
-impl TryFrom<StoredNotification> for NotificationRow {
-    type Error = sqlx::Error;
-
-    fn try_from(row: StoredNotification) -> sqlx::Result<Self> {
-        Ok(NotificationRow {
-            kind: row.kind.parse().map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-            id: row.id,
-            loan_id: row.loan_id,
-            member_id: row.member_id,
-            sent_at: row.sent_at,
-        })
-    }
 }
 
 /// Records the reminders that are still worth sending, at `sent_at` (business date `today`);
@@ -85,11 +67,11 @@ pub async fn list_for_member(
     executor: impl sqlx::PgExecutor<'_>,
     member_id: i64,
     page: PageRequest,
-) -> sqlx::Result<Vec<NotificationRow>> {
+) -> sqlx::Result<Vec<Notification>> {
     sqlx::query_as!(
-        StoredNotification,
+        Notification,
         r#"
-        select id, loan_id, member_id, kind, sent_at
+        select id, loan_id, member_id, kind as "kind: ReminderKind", sent_at
         from notification
         where member_id = $1 and id > $2
         order by id
@@ -100,10 +82,7 @@ pub async fn list_for_member(
         page.fetch()
     )
     .fetch_all(executor)
-    .await?
-    .into_iter()
-    .map(NotificationRow::try_from)
-    .collect()
+    .await
 }
 
 /// An open loan and which of its reminders are recorded.

@@ -79,7 +79,7 @@ async fn a_lock_taken_over_mid_date_leaves_the_record_to_the_new_holder() {
         .unwrap();
     assert_eq!(records::abandon_stale(&db.pool, TASK, TOKEN + 1).await.unwrap(), 1);
     let row = records::find(&db.pool, execution_id).await.unwrap().unwrap();
-    assert_eq!(row.status, "FAILED");
+    assert_eq!(row.status.as_str(), "FAILED");
     assert_eq!(
         row.error.as_deref(),
         Some("abandoned: the lock passed to fencing token 8")

@@ -248,3 +248,26 @@ async fn executions_are_listed_newest_first_with_the_spec_fields() {
         Some(ymd(2026, 3, 5))
     );
 }
+
+/// The check constraint keeps unknown statuses out of `task_execution`; if one got in anyway
+/// (a constraint dropped by hand, a newer version's status), reading the row is an error the
+/// caller can report, not a panic.
+#[tokio::test]
+async fn an_execution_with_an_unknown_status_reads_as_a_decode_error() {
+    let db = fresh_db().await;
+    sqlx::query("alter table task_execution drop constraint task_execution_status_known")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let id: i64 = sqlx::query_scalar(
+        "insert into task_execution (task_name, business_date, trigger, instance_id, fencing_token, status, finished_at) \
+         values ($1, date '2026-03-01', 'cron', 'test', $2, 'PAUSED', now()) returning id",
+    )
+    .bind(TASK)
+    .bind(TOKEN)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    let read = records::find(&db.pool, id).await;
+    assert!(matches!(read, Err(sqlx::Error::ColumnDecode { .. })), "{read:?}");
+}

@@ -68,11 +68,6 @@ pub async fn list_alerts(
 ) -> Result<Json<Page<Alert>>, ApiError> {
     let filter = StateFilter::parse(params.state.as_deref())?;
     let page = page_request(params.limit, params.cursor.as_deref())?;
-    let rows = store::alerts::list(&state.pool, filter.state().map(AlertState::as_str), page).await?;
-    let alerts = rows
-        .into_iter()
-        .map(Alert::try_from)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(anyhow::Error::from)?;
+    let alerts = store::alerts::list(&state.pool, filter.state(), page).await?;
     Ok(Json(Page::from_rows(alerts, page, |a| a.id)))
 }

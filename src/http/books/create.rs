@@ -55,5 +55,5 @@ pub async fn create_book(State(state): State<AppState>, Json(body): Json<NewBook
     let (title, isbn) = body.validate()?;
     let row = store::books::insert(&state.pool, &title, isbn.as_deref()).await?;
     tracing::info!(book.id = row.id, "book added");
-    Ok(Created::new(format!("/api/v1/books/{}", row.id), Book::from(row)))
+    Ok(Created::new(format!("/api/v1/books/{}", row.id), row))
 }

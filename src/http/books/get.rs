@@ -19,5 +19,5 @@ pub async fn get_book(State(state): State<AppState>, Path(id): Path<i64>) -> Res
     let row = store::books::find(&state.pool, id)
         .await?
         .ok_or(ApiError::NotFound("book"))?;
-    Ok(Json(row.into()))
+    Ok(Json(row))
 }

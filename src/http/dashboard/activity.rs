@@ -28,7 +28,7 @@ pub fn attempts_section(data: &DashboardData) -> Markup {
                             tr {
                                 td { (utc(attempt.fired_at)) } td { (business(attempt.fired_at, data.tz)) }
                                 td { (attempt.trigger) } td { (attempt.instance_id) }
-                                td { span.badge.(status_class(&attempt.outcome)) { (attempt.outcome) } }
+                                td { span.badge.(status_class(attempt.outcome.as_str())) { (attempt.outcome) } }
                                 td { @if let Some(token) = attempt.fencing_token { (token) } }
                                 td { (attempt.holder.as_deref().unwrap_or("")) }
                                 td.wrap { (shorten(attempt.detail.as_deref().unwrap_or(""), 160)) }
@@ -57,7 +57,7 @@ pub fn executions_section(data: &DashboardData) -> Markup {
                     @for execution in data.executions.iter().take(EXECUTION_ROWS) {
                         tr {
                             td { (execution.id) } td { (execution.business_date) }
-                            td { span.badge.(status_class(&execution.status)) { (execution.status) } }
+                            td { span.badge.(status_class(execution.status.as_str())) { (execution.status) } }
                             td { (execution.instance_id) } td { (execution.trigger) }
                             td { (execution.fencing_token) }
                             td.num { (thousands(execution.affected_rows.max(0) as u64)) }

@@ -3,13 +3,13 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use chrono_tz::Tz;
 
-use crate::lock::LockView;
+use crate::domain::alert::{Alert, AlertState};
+use crate::lock::Lock;
 use crate::reminders::{self, QueueStats};
 use crate::state::AppState;
-use crate::store::alerts::AlertRow;
-use crate::store::attempts::AttemptRow;
+use crate::store::attempts::Attempt;
 use crate::store::dashboard::FineTotal;
-use crate::store::executions::ExecutionRow;
+use crate::store::executions::Execution;
 use crate::store::{self, PageRequest};
 
 /// Executions drawn on the timeline.
@@ -30,11 +30,11 @@ pub struct DashboardData {
     pub job: JobSummary,
     pub lock: LockState,
     /// Newest first.
-    pub executions: Vec<ExecutionRow>,
+    pub executions: Vec<Execution>,
     /// Newest first.
-    pub attempts: Vec<AttemptRow>,
+    pub attempts: Vec<Attempt>,
     /// Newest first, at most [`ACTIVE_ALERTS`].
-    pub alerts: Vec<AlertRow>,
+    pub alerts: Vec<Alert>,
     /// More active alerts exist than are listed.
     pub more_alerts: bool,
     pub queue: QueueState,
@@ -51,7 +51,7 @@ pub struct JobSummary {
 pub enum LockState {
     /// The job never took its lock.
     Never,
-    Row(LockView),
+    Row(Lock),
     /// The lock store did not answer (logged; the page does not show why).
     Unavailable,
 }
@@ -74,7 +74,7 @@ pub async fn gather(state: &AppState) -> sqlx::Result<DashboardData> {
 
     let executions = store::executions::list(pool, task, first(TIMELINE_EXECUTIONS)).await?;
     let attempts = store::attempts::list(pool, task, first(RECENT_ATTEMPTS)).await?;
-    let mut alerts = store::alerts::list(pool, Some("ACTIVE"), first(ACTIVE_ALERTS)).await?;
+    let mut alerts = store::alerts::list(pool, Some(AlertState::Active), first(ACTIVE_ALERTS)).await?;
     let more_alerts = alerts.len() as i64 > ACTIVE_ALERTS;
     alerts.truncate(ACTIVE_ALERTS as usize);
     let fines = store::dashboard::fine_totals(pool).await?;

@@ -4,10 +4,8 @@ use maud::{Markup, html};
 
 use super::data::{DashboardData, QueueState};
 use super::text::{money, relative, shorten, status_class, utc};
+use crate::domain::FineStatus;
 use crate::format::thousands;
-
-/// Fine statuses in the order of their life.
-const FINE_STATUSES: [&str; 3] = ["PENDING", "SETTLED", "VOID"];
 
 pub fn alerts_section(data: &DashboardData) -> Markup {
     html! {
@@ -64,9 +62,10 @@ pub fn queue_section(data: &DashboardData) -> Markup {
 }
 
 pub fn fines_section(data: &DashboardData) -> Markup {
-    let rows: Vec<(&str, i64, i64)> = FINE_STATUSES
-        .iter()
-        .map(|&status| {
+    // `FineStatus::ALL` is in the order of a fine's life.
+    let rows: Vec<(FineStatus, i64, i64)> = FineStatus::ALL
+        .into_iter()
+        .map(|status| {
             let total = data.fines.iter().find(|t| t.status == status);
             let (count, cents) = total.map_or((0, 0), |t| (t.count, t.amount_cents));
             (status, count, cents)
@@ -83,7 +82,7 @@ pub fn fines_section(data: &DashboardData) -> Markup {
                 tbody {
                     @for (status, n, amount) in rows {
                         tr {
-                            td { span.badge.(status_class(status)) { (status) } }
+                            td { span.badge.(status_class(status.as_str())) { (status) } }
                             td.num { (fines(n)) } td.num { (money(amount)) }
                         }
                     }

@@ -12,7 +12,8 @@ use maud::{Markup, html};
 
 use super::data::DashboardData;
 use super::text::{shorten, status_class, took, utc};
-use crate::store::executions::ExecutionRow;
+use crate::domain::execution::ExecutionStatus;
+use crate::store::executions::Execution;
 
 const LABEL_WIDTH: usize = 170;
 const LANE_HEIGHT: usize = 64;
@@ -25,16 +26,24 @@ const MIN_SLOT: usize = 12;
 /// A bar gets its date written on it from this width.
 const LABELLED_SLOT: usize = 14;
 const MAX_LANE_LABEL: usize = 22;
+/// The statuses the legend explains, in its order.
+const LEGEND: [ExecutionStatus; 3] = [
+    ExecutionStatus::Success,
+    ExecutionStatus::Failed,
+    ExecutionStatus::Running,
+];
 
 pub fn timeline_section(data: &DashboardData) -> Markup {
-    let chronological: Vec<&ExecutionRow> = data.executions.iter().rev().collect();
+    let chronological: Vec<&Execution> = data.executions.iter().rev().collect();
     html! {
         section #timeline .card.wide {
             h2 { "Executions per replica" }
             @if let (Some(first), Some(last)) = (chronological.first(), chronological.last()) {
                 p.legend {
-                    span.swatch.s-success {} "SUCCESS " span.swatch.s-failed {} "FAILED "
-                    span.swatch.s-running {} "RUNNING"
+                    @for (i, status) in LEGEND.into_iter().enumerate() {
+                        @if i > 0 { " " }
+                        span.swatch.(status_class(status.as_str())) {} (status)
+                    }
                 }
                 (svg(&chronological))
                 p.axis {
@@ -49,7 +58,7 @@ pub fn timeline_section(data: &DashboardData) -> Markup {
     }
 }
 
-fn svg(executions: &[&ExecutionRow]) -> Markup {
+fn svg(executions: &[&Execution]) -> Markup {
     let lanes: Vec<&str> = executions
         .iter()
         .map(|e| e.instance_id.as_str())
@@ -84,7 +93,7 @@ fn svg(executions: &[&ExecutionRow]) -> Markup {
 
 /// The runs behind the alternate shading, as `(first, past the last, band number)`: consecutive
 /// executions with the same token and replica.
-fn runs(executions: &[&ExecutionRow]) -> Vec<(usize, usize, usize)> {
+fn runs(executions: &[&Execution]) -> Vec<(usize, usize, usize)> {
     let mut runs = Vec::new();
     let mut start = 0;
     for i in 1..=executions.len() {
@@ -99,11 +108,11 @@ fn runs(executions: &[&ExecutionRow]) -> Vec<(usize, usize, usize)> {
     runs
 }
 
-fn bar(execution: &ExecutionRow, x: usize, lane_y: usize, slot: usize) -> Markup {
+fn bar(execution: &Execution, x: usize, lane_y: usize, slot: usize) -> Markup {
     let (bx, by, bw, bh) = (x + 1, lane_y + 6, slot - 2, LANE_HEIGHT - 12);
     let (cx, cy) = (bx + bw / 2, by + bh / 2);
     html! {
-        rect.bar.(status_class(&execution.status)) data-execution=(execution.id)
+        rect.bar.(status_class(execution.status.as_str())) data-execution=(execution.id)
             x=(bx) y=(by) width=(bw) height=(bh) rx="3" { title { (describe(execution)) } }
         @if slot >= LABELLED_SLOT {
             text.bar-label x=(cx) y=(cy) transform={ "rotate(-90 " (cx) " " (cy) ")" } {
@@ -114,7 +123,7 @@ fn bar(execution: &ExecutionRow, x: usize, lane_y: usize, slot: usize) -> Markup
 }
 
 /// The hover text of a bar.
-fn describe(execution: &ExecutionRow) -> String {
+fn describe(execution: &Execution) -> String {
     let mut text = format!(
         "{date} {status} on {instance}, {trigger}, token {token}, {rows} rows, started {started}",
         date = execution.business_date,

@@ -19,5 +19,5 @@ pub async fn get_fine(State(state): State<AppState>, Path(id): Path<i64>) -> Res
     let row = store::fines::find(&state.pool, id)
         .await?
         .ok_or(ApiError::NotFound("fine"))?;
-    Ok(Json(row.into()))
+    Ok(Json(row))
 }

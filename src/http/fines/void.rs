@@ -80,5 +80,5 @@ pub async fn void_fine(
         ledger_entry.id = reversal,
         "fine voided"
     );
-    Ok(Json(fine.into()))
+    Ok(Json(fine))
 }

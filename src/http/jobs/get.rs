@@ -1,10 +1,9 @@
 use axum::extract::State;
 use chrono::SecondsFormat;
 
-use super::{Execution, Fire, Job, job_named};
+use super::{Fire, Job, job_named};
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
-use crate::http::locks::Lock;
 use crate::jobs::SettleJob;
 use crate::schedule::settle_target;
 use crate::state::AppState;
@@ -41,15 +40,10 @@ pub(super) async fn describe(state: &AppState, job: &SettleJob) -> Result<Job, A
             settles: settle_target(utc, tz),
         })
         .collect();
-    let last_execution = store::executions::latest(pool, job.task_name())
-        .await?
-        .map(Execution::from);
+    let last_execution = store::executions::latest(pool, job.task_name()).await?;
     let last_success_date = store::executions::last_success(pool, job.task_name()).await?;
     let locks = job.lock().list().await.map_err(|e| ApiError::Internal(e.into()))?;
-    let lock = locks
-        .into_iter()
-        .find(|l| l.task_name == job.task_name())
-        .map(Lock::from);
+    let lock = locks.into_iter().find(|l| l.task_name == job.task_name());
     let settings = &state.settings.job;
     Ok(Job {
         name: job.task_name().to_owned(),

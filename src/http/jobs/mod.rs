@@ -22,8 +22,8 @@ use crate::jobs::{Plan, Refused, SettleJob, Started};
 use crate::settlement::Trigger;
 use crate::state::AppState;
 use crate::store;
-use crate::store::attempts::AttemptRow;
-use crate::store::executions::ExecutionRow;
+pub use crate::store::attempts::Attempt;
+pub use crate::store::executions::Execution;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -72,77 +72,6 @@ pub struct Fire {
     pub business: String,
     /// The business date this fire settles (the day before its local date).
     pub settles: NaiveDate,
-}
-
-/// One business date worked on by one run.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Execution {
-    pub id: i64,
-    pub task_name: String,
-    pub business_date: NaiveDate,
-    /// `cron`, `startup` or `manual`.
-    pub trigger: String,
-    pub instance_id: String,
-    pub fencing_token: i64,
-    pub started_at: DateTime<Utc>,
-    pub finished_at: Option<DateTime<Utc>>,
-    /// `RUNNING`, `SUCCESS` or `FAILED`.
-    pub status: String,
-    pub affected_rows: i64,
-    pub error: Option<String>,
-}
-
-impl From<ExecutionRow> for Execution {
-    fn from(row: ExecutionRow) -> Self {
-        Execution {
-            id: row.id,
-            task_name: row.task_name,
-            business_date: row.business_date,
-            trigger: row.trigger,
-            instance_id: row.instance_id,
-            fencing_token: row.fencing_token,
-            started_at: row.started_at,
-            finished_at: row.finished_at,
-            status: row.status,
-            affected_rows: row.affected_rows,
-            error: row.error,
-        }
-    }
-}
-
-/// One fire as one replica handled it: the attempt timeline.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Attempt {
-    pub id: i64,
-    pub task_name: String,
-    pub trigger: String,
-    pub instance_id: String,
-    /// The scheduled instant for cron fires; the request time otherwise.
-    pub fired_at: DateTime<Utc>,
-    pub recorded_at: DateTime<Utc>,
-    /// `WON`, `HELD`, `BUSY`, `LOST_LEASE`, `UNAVAILABLE` or `NOTHING_TO_DO`.
-    pub outcome: String,
-    pub fencing_token: Option<i64>,
-    /// Who held the lock, for `HELD`.
-    pub holder: Option<String>,
-    pub detail: Option<String>,
-}
-
-impl From<AttemptRow> for Attempt {
-    fn from(row: AttemptRow) -> Self {
-        Attempt {
-            id: row.id,
-            task_name: row.task_name,
-            trigger: row.trigger,
-            instance_id: row.instance_id,
-            fired_at: row.fired_at,
-            recorded_at: row.recorded_at,
-            outcome: row.outcome,
-            fencing_token: row.fencing_token,
-            holder: row.holder,
-            detail: row.detail,
-        }
-    }
 }
 
 /// A refused manual run or backfill, as the client sees it.

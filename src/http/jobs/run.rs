@@ -61,7 +61,7 @@ pub async fn run_job(
 async fn wait_for_execution(state: &AppState, task: &str, date: NaiveDate, token: i64) -> Result<Execution, ApiError> {
     for _ in 0..250 {
         if let Some(row) = store::executions::find_by_token(&state.pool, task, date, token).await? {
-            return Ok(row.into());
+            return Ok(row);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -20,5 +20,5 @@ pub async fn list_locks(State(state): State<AppState>) -> Result<Json<Page<Lock>
         .list()
         .await
         .map_err(|e| ApiError::Internal(e.into()))?;
-    Ok(Json(Page::whole(locks.into_iter().map(Lock::from).collect())))
+    Ok(Json(Page::whole(locks)))
 }

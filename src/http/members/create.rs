@@ -59,5 +59,5 @@ pub async fn create_member(
             ApiError::conflict("email_taken", "a member with this e-mail already exists")
         })?;
     tracing::info!(member.id = row.id, "member created");
-    Ok(Created::new(format!("/api/v1/members/{}", row.id), Member::from(row)))
+    Ok(Created::new(format!("/api/v1/members/{}", row.id), row))
 }

@@ -19,5 +19,5 @@ pub async fn get_member(State(state): State<AppState>, Path(id): Path<i64>) -> R
     let row = store::members::find(&state.pool, id)
         .await?
         .ok_or(ApiError::NotFound("member"))?;
-    Ok(Json(row.into()))
+    Ok(Json(row))
 }

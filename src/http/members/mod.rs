@@ -7,16 +7,13 @@ mod list;
 mod notifications;
 mod payments;
 
-use chrono::{DateTime, Utc};
-use serde::Serialize;
-use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::error::ApiError;
 use crate::state::AppState;
 use crate::store;
-use crate::store::members::MemberRow;
+pub use crate::store::members::Member;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -25,29 +22,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(ledger::member_ledger))
         .routes(routes!(payments::create_payment))
         .routes(routes!(notifications::member_notifications))
-}
-
-/// A member of the library and what they owe.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Member {
-    pub id: i64,
-    pub name: String,
-    pub email: String,
-    /// What the member owes, in cents: the sum of their ledger (negative means credit).
-    pub balance_cents: i64,
-    pub created_at: DateTime<Utc>,
-}
-
-impl From<MemberRow> for Member {
-    fn from(row: MemberRow) -> Self {
-        Member {
-            id: row.id,
-            name: row.name,
-            email: row.email,
-            balance_cents: row.balance_cents,
-            created_at: row.created_at,
-        }
-    }
 }
 
 /// 404 unless the member exists. The per-member lists need it: an empty page alone would not

@@ -1,38 +1,11 @@
 use axum::extract::State;
-use chrono::{DateTime, Utc};
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path, Query};
 use crate::http::pagination::{InvalidPage, Page, PageParams};
-use crate::reminders::ReminderKind;
 use crate::state::AppState;
 use crate::store;
-use crate::store::notifications::NotificationRow;
-
-/// A reminder sent to a member about one of their loans.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Notification {
-    pub id: i64,
-    pub loan_id: i64,
-    pub member_id: i64,
-    /// `DUE_TOMORROW` (the day before `due_on`) or `OVERDUE` (the day after).
-    pub kind: ReminderKind,
-    pub sent_at: DateTime<Utc>,
-}
-
-impl From<NotificationRow> for Notification {
-    fn from(row: NotificationRow) -> Self {
-        Notification {
-            id: row.id,
-            loan_id: row.loan_id,
-            member_id: row.member_id,
-            kind: row.kind,
-            sent_at: row.sent_at,
-        }
-    }
-}
+pub use crate::store::notifications::Notification;
 
 /// A member's loan reminders, oldest first: at most one of each kind per loan.
 #[utoipa::path(

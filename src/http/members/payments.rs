@@ -86,10 +86,7 @@ pub async fn create_payment(
     }
     let entry = store::ledger::insert_payment(&mut tx, member_id, amount_cents).await?;
     let balance_cents = store::ledger::balance(&mut *tx, member_id).await?;
-    let payment = Payment {
-        entry: entry.into(),
-        balance_cents,
-    };
+    let payment = Payment { entry, balance_cents };
     keyed.complete(&mut tx, StatusCode::CREATED, None, &payment).await?;
     tx.commit().await?;
     tracing::info!(
