@@ -6,6 +6,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
+use strum::{Display, EnumString, IntoStaticStr};
 use utoipa::ToSchema;
 
 // Stored (`alert.kind`, a text column with a check constraint), sent and logged in upper case;
@@ -24,9 +25,9 @@ use utoipa::ToSchema;
     Deserialize,
     ToSchema,
     sqlx::Type,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
+    Display,
+    EnumString,
+    IntoStaticStr,
 )]
 #[serde(rename_all = "UPPERCASE")]
 #[sqlx(type_name = "text", rename_all = "UPPERCASE")]
@@ -62,18 +63,7 @@ impl AlertKind {
 // Stored in `alert.state`.
 /// `ACTIVE` until the cause is gone, then `RESOLVED` for good.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    ToSchema,
-    sqlx::Type,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type, Display, EnumString, IntoStaticStr,
 )]
 #[serde(rename_all = "UPPERCASE")]
 #[sqlx(type_name = "text", rename_all = "UPPERCASE")]

@@ -7,21 +7,11 @@
 //! decode error), serde, strum (`Display`, `FromStr`, `as_str`).
 
 use serde::{Deserialize, Serialize};
+use strum::{Display, EnumString, IntoStaticStr};
 
 /// What started a run (`task_execution.trigger`, `task_attempt.trigger`).
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    sqlx::Type,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type, Display, EnumString, IntoStaticStr,
 )]
 #[serde(rename_all = "lowercase")]
 #[sqlx(type_name = "text", rename_all = "lowercase")]
@@ -57,7 +47,7 @@ impl ParseTriggerError {
 
 /// Where an execution stands (`task_execution.status`): `RUNNING` until it ends `SUCCESS` or
 /// `FAILED`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, sqlx::Type, strum::Display, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, sqlx::Type, Display, IntoStaticStr)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[sqlx(type_name = "text", rename_all = "SCREAMING_SNAKE_CASE")]
 #[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
@@ -75,7 +65,7 @@ impl ExecutionStatus {
 }
 
 /// What happened to one fire on one replica (`task_attempt.outcome`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, sqlx::Type, strum::Display, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, sqlx::Type, Display, IntoStaticStr)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[sqlx(type_name = "text", rename_all = "SCREAMING_SNAKE_CASE")]
 #[strum(serialize_all = "SCREAMING_SNAKE_CASE")]

@@ -3,6 +3,7 @@
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+use strum::{Display, EnumString, IntoStaticStr};
 use thiserror::Error;
 use utoipa::ToSchema;
 
@@ -22,9 +23,9 @@ use utoipa::ToSchema;
     Deserialize,
     ToSchema,
     sqlx::Type,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
+    Display,
+    EnumString,
+    IntoStaticStr,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[sqlx(type_name = "text", rename_all = "SCREAMING_SNAKE_CASE")]

@@ -7,6 +7,7 @@
 //! and `as_str`.
 
 use serde::{Deserialize, Serialize};
+use strum::{Display, EnumString, IntoStaticStr};
 use thiserror::Error;
 
 /// A text value that names no variant of the expected enum.
@@ -37,18 +38,7 @@ impl ParseStatusError {
 
 /// Lifecycle of a `fine_record` row: `PENDING → SETTLED → VOID`, `PENDING → VOID`.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    sqlx::Type,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type, Display, EnumString, IntoStaticStr,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[sqlx(type_name = "text", rename_all = "SCREAMING_SNAKE_CASE")]
@@ -89,18 +79,7 @@ pub fn can_transition(from: FineStatus, to: FineStatus) -> bool {
 /// Kind of a `ledger_entry`. Amounts are signed from the library's side: what the member owes
 /// goes up with a CHARGE and down with a REVERSAL or PAYMENT, and `balance_cents` is the sum.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    sqlx::Type,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type, Display, EnumString, IntoStaticStr,
 )]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[sqlx(type_name = "text", rename_all = "SCREAMING_SNAKE_CASE")]
