@@ -45,19 +45,25 @@ pub async fn last_day_of_previous_month(pool: &PgPool) -> anyhow::Result<NaiveDa
 }
 
 /// Brings the data back to what was seeded, so that every phase starts from the same state:
-/// no settlement results, none of the loans the clients made, fresh statistics, dirty pages
-/// flushed, and the loans read once so that every run starts with the same warm cache.
+/// no settlement results, none of the loans the clients made, every seeded loan queued for
+/// accrual once (as `finesettle seed` leaves the `loan_change` queue), fresh statistics, dirty
+/// pages flushed, and the loans read once so that every run starts with the same warm cache.
 pub async fn prepare(pool: &PgPool, last_seeded_loan: i64) -> anyhow::Result<()> {
     // alert and alert_delivery reference task_execution; none exist with the scheduler off, but
-    // truncate needs to know.
-    sqlx::raw_sql("truncate ledger_entry, fine_record, alert_delivery, alert, task_execution, task_attempt")
-        .execute(pool)
-        .await?;
+    // truncate needs to know. loan_change references the loans the clients made.
+    sqlx::raw_sql(
+        "truncate ledger_entry, fine_record, alert_delivery, alert, task_execution, task_attempt, loan_change",
+    )
+    .execute(pool)
+    .await?;
     sqlx::query("delete from loan where id > $1")
         .bind(last_seeded_loan)
         .execute(pool)
         .await?;
-    sqlx::raw_sql("vacuum analyze loan, fine_record, ledger_entry, task_execution")
+    sqlx::raw_sql("insert into loan_change (loan_id) select id from loan order by id")
+        .execute(pool)
+        .await?;
+    sqlx::raw_sql("vacuum analyze loan, loan_change, fine_record, ledger_entry, task_execution")
         .execute(pool)
         .await?;
     sqlx::raw_sql("checkpoint").execute(pool).await?;
