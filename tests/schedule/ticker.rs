@@ -10,12 +10,10 @@ use finesettle::schedule::{CronSchedule, ScheduleError, Ticker};
 use tokio_cron_scheduler::{Job, JobScheduler};
 use tokio_util::sync::CancellationToken;
 
-fn utc(s: &str) -> DateTime<Utc> {
-    s.parse().expect("valid RFC 3339 instant")
-}
+use super::{sched, utc};
 
 fn every_second() -> CronSchedule {
-    CronSchedule::parse("*/1 * * * * *", Shanghai).unwrap()
+    sched("*/1 * * * * *", Shanghai)
 }
 
 type Fires = Arc<Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>>;
