@@ -154,6 +154,7 @@ async fn settle(pool: &PgPool, date: NaiveDate, batch_size: i64) -> anyhow::Resu
         instance_id: "bench".to_owned(),
         trigger: Trigger::Manual,
         start_date: date,
+        business_tz: chrono_tz::Asia::Shanghai,
         batch_size,
     };
     let never = CancellationToken::new();

@@ -88,6 +88,7 @@ async fn main() -> anyhow::Result<()> {
         trigger: Trigger::Manual,
         // Months from January on: the imports of (d) owe fines for January and February.
         start_date: NaiveDate::from_ymd_opt(2026, 1, 1).context("a valid date")?,
+        business_tz: chrono_tz::Asia::Shanghai,
         batch_size,
     };
     let never = CancellationToken::new();

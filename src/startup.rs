@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::alerts::{self, AlertWorkerConfig};
+use crate::clock::{Clock, DatabaseTime};
 use crate::config::Settings;
 use crate::jobs::SettleJob;
 use crate::jobs::scheduler::Scheduler;
@@ -28,13 +29,20 @@ impl Application {
     /// Connects to the database (creating it when missing), runs the migrations and binds the
     /// HTTP port.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        Self::build_with_clock(settings, Clock::system()).await
+    }
+
+    /// [`Application::build`] with this replica's wall clock read from `clock`: tests give each
+    /// replica a shifted or jumping clock.
+    pub async fn build_with_clock(settings: Settings, clock: Clock) -> anyhow::Result<Self> {
         let pool = store::database::connect(&settings.database_url, settings.db_max_connections).await?;
         store::database::migrate(&pool).await?;
         let redis = settings.redis_url.as_deref().map(store::redis::pool).transpose()?;
         let listener = TcpListener::bind(settings.http_addr).await?;
         let lock = JobLock::from_settings(pool.clone(), redis.clone(), &settings)?;
         // Validated now, so that a bad cron or webhook URL stops the process at start.
-        let job = SettleJob::new(pool.clone(), lock, &settings)?;
+        let time = DatabaseTime::new(clock, pool.clone());
+        let job = SettleJob::new(pool.clone(), lock, time, &settings)?;
         let alerts = AlertWorkerConfig::for_job(&job, &settings)?;
         let state = AppState {
             pool,
@@ -66,7 +74,10 @@ impl Application {
         let stop = CancellationToken::new();
         let settings = Arc::clone(&self.state.settings);
         let pool = self.state.pool.clone();
-        let mut workers = vec![telemetry::spawn_clock_skew_probe(pool.clone(), stop.clone())];
+        let mut workers = vec![telemetry::spawn_clock_skew_probe(
+            self.state.job.database_time().clone(),
+            stop.clone(),
+        )];
         let scheduler = if settings.scheduler_enabled {
             workers.push(tokio::spawn(alerts::run_alert_worker(
                 pool.clone(),

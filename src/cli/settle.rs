@@ -7,6 +7,7 @@ use chrono::NaiveDate;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::{Clock, DatabaseTime};
 use crate::config::Settings;
 use crate::jobs::{Plan, Refused, SettleJob};
 use crate::lock::JobLock;
@@ -35,6 +36,7 @@ pub async fn settle_range(settings: Settings, from: NaiveDate, to: NaiveDate) ->
     let job = SettleJob::new(
         pool.clone(),
         JobLock::from_settings(pool.clone(), redis, &settings)?,
+        DatabaseTime::new(Clock::system(), pool.clone()),
         &settings,
     )?;
     let dates: Vec<NaiveDate> = from.iter_days().take(usize::try_from(days)?).collect();

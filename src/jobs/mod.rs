@@ -20,12 +20,13 @@ use sqlx::PgPool;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::DatabaseTime;
 use crate::config::Settings;
 use crate::lock::{JobLock, LockSpec};
 use crate::schedule::{CronSchedule, ScheduleError};
 use crate::settlement::Trigger;
 
-pub use run::{Refused, RunReport, Started};
+pub use run::{Activity, Refused, RunReport, Started};
 
 /// The settlement job's task name: the key of its lock, executions, attempts and alerts.
 pub const SETTLE_FINES: &str = "settle-fines";
@@ -48,6 +49,8 @@ pub struct SettleJob {
 struct Inner {
     pool: PgPool,
     lock: JobLock,
+    /// The database's clock as this replica estimates it: the cron waits on it.
+    time: DatabaseTime,
     spec: LockSpec,
     schedule: CronSchedule,
     tz: Tz,
@@ -58,6 +61,8 @@ struct Inner {
     audit: crate::audit::AuditConfig,
     /// Held for the whole of a fire: the job never overlaps itself within one process.
     running: Arc<Mutex<()>>,
+    /// What the fire holding `running` is doing, for the fire or request it turns away.
+    activity: std::sync::Mutex<Activity>,
     /// Cancelled at shutdown: no new fire, and a running walk stops after its current date.
     shutdown: CancellationToken,
     /// Cancelled when the shutdown grace runs out: a running walk abandons its current date.
@@ -65,12 +70,14 @@ struct Inner {
 }
 
 impl SettleJob {
-    pub fn new(pool: PgPool, lock: JobLock, settings: &Settings) -> Result<Self, ScheduleError> {
+    /// The job on `pool`, locking with `lock`, its cron awaited on `time`.
+    pub fn new(pool: PgPool, lock: JobLock, time: DatabaseTime, settings: &Settings) -> Result<Self, ScheduleError> {
         let job = &settings.job;
         Ok(SettleJob {
             inner: Arc::new(Inner {
                 pool,
                 lock,
+                time,
                 spec: LockSpec {
                     task_name: SETTLE_FINES.to_owned(),
                     instance_id: settings.instance_id.clone(),
@@ -84,6 +91,7 @@ impl SettleJob {
                 batch_size: job.batch_size,
                 audit: crate::audit::AuditConfig::from_settings(settings),
                 running: Arc::new(Mutex::new(())),
+                activity: std::sync::Mutex::new(Activity::Starting { trigger: Trigger::Cron }),
                 shutdown: CancellationToken::new(),
                 abort: CancellationToken::new(),
             }),
@@ -114,6 +122,11 @@ impl SettleJob {
         &self.inner.pool
     }
 
+    /// The database's clock as this replica estimates it (the cron's clock).
+    pub fn database_time(&self) -> &DatabaseTime {
+        &self.inner.time
+    }
+
     pub fn business_tz(&self) -> Tz {
         self.inner.tz
     }
@@ -140,6 +153,23 @@ impl SettleJob {
             self.inner.abort.cancel();
             let _ = tokio::time::timeout(Duration::from_secs(30), self.inner.running.lock()).await;
         }
+    }
+
+    /// What the fire holding the in-process guard is doing.
+    fn activity(&self) -> Activity {
+        self.inner
+            .activity
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn set_activity(&self, activity: Activity) {
+        *self
+            .inner
+            .activity
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = activity;
     }
 
     pub fn is_shutting_down(&self) -> bool {

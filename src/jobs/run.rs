@@ -18,8 +18,9 @@ use crate::telemetry::metrics;
 /// Why a fire did not run. Each is recorded in the attempt timeline before it is returned.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Refused {
-    #[error("this process is still running the previous fire")]
-    Busy,
+    /// This process is running a fire already; what that fire is doing.
+    #[error("{0}")]
+    Busy(Activity),
     #[error("the lock is held by {holder} until {locked_until}")]
     Held {
         holder: String,
@@ -34,6 +35,47 @@ pub enum Refused {
     BeforeStart(#[from] BeforeStart),
     #[error("the service is shutting down")]
     ShuttingDown,
+}
+
+/// What this process's fire is doing, told to a fire or an operator that finds it running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Activity {
+    /// Taking the lock and planning: a moment, or up to the lock's row wait when a takeover
+    /// waits for the previous holder's open transaction to end.
+    Starting { trigger: Trigger },
+    /// Won the lock and walking its dates.
+    Walking {
+        trigger: Trigger,
+        fencing_token: i64,
+        dates: Vec<NaiveDate>,
+    },
+}
+
+impl std::fmt::Display for Activity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Activity::Starting { trigger } => write!(
+                f,
+                "this replica's {trigger} fire is taking the job's lock; try again in a few seconds"
+            ),
+            Activity::Walking {
+                trigger,
+                fencing_token,
+                dates,
+            } => match (dates.first(), dates.last()) {
+                (Some(first), Some(last)) => write!(
+                    f,
+                    "this replica's {trigger} fire is settling {} date(s) from {first} to {last} \
+                     (fencing token {fencing_token})",
+                    dates.len()
+                ),
+                _ => write!(
+                    f,
+                    "this replica's {trigger} fire is accruing changed loans (fencing token {fencing_token})"
+                ),
+            },
+        }
+    }
 }
 
 /// A fire that won the lock and is settling `dates` in the background.
@@ -81,10 +123,13 @@ pub(super) async fn start(
     }
     // Within one process the job never overlaps itself: skip and record, don't queue.
     let Ok(guard) = inner.running.clone().try_lock_owned() else {
-        attempt(AttemptOutcome::Busy).record(None, None, None).await;
-        tracing::warn!(job.task_name = %inner.spec.task_name, job.trigger = trigger.as_str(), "fire skipped: the previous one is still running");
-        return Err(Refused::Busy);
+        let activity = job.activity();
+        let detail = activity.to_string();
+        attempt(AttemptOutcome::Busy).record(None, None, Some(&detail)).await;
+        tracing::warn!(job.task_name = %inner.spec.task_name, job.trigger = trigger.as_str(), running = %detail, "fire skipped: the previous one is still running");
+        return Err(Refused::Busy(activity));
     };
+    job.set_activity(Activity::Starting { trigger });
     // Shutdown may have begun while this fire reached the guard (a retry waking up, say).
     if inner.shutdown.is_cancelled() {
         return Err(Refused::ShuttingDown);
@@ -99,7 +144,9 @@ pub(super) async fn start(
     };
     match precheck {
         Ok(Some(work)) if work.is_empty() => {
-            attempt(AttemptOutcome::NothingToDo).record(None, None, None).await;
+            attempt(AttemptOutcome::NothingToDo)
+                .record(None, None, work.not_ended.as_deref())
+                .await;
             return Err(Refused::NothingToDo);
         }
         Ok(_) => {}
@@ -156,12 +203,17 @@ pub(super) async fn start(
     };
     if work.is_empty() {
         attempt(AttemptOutcome::NothingToDo)
-            .record(Some(token), None, None)
+            .record(Some(token), None, work.not_ended.as_deref())
             .await;
         release(job, &lease).await;
         return Err(Refused::NothingToDo);
     }
     let detail = work.describe();
+    job.set_activity(Activity::Walking {
+        trigger,
+        fencing_token: token,
+        dates: work.dates.clone(),
+    });
     attempt(AttemptOutcome::Won)
         .record(Some(token), None, Some(&detail))
         .await;
@@ -196,6 +248,8 @@ struct Work {
     start_date: NaiveDate,
     dates: Vec<NaiveDate>,
     changes_pending: bool,
+    /// Why asked-for dates were left out: they have not ended by the database's clock.
+    not_ended: Option<String>,
 }
 
 impl Work {
@@ -205,9 +259,13 @@ impl Work {
 
     /// The attempt timeline's detail for a won fire.
     fn describe(&self) -> String {
-        match (self.dates.first(), self.dates.last()) {
+        let work = match (self.dates.first(), self.dates.last()) {
             (Some(first), Some(last)) => format!("settling {} date(s) from {first} to {last}", self.dates.len()),
             _ => "accruing loans recorded or changed since the last run".to_owned(),
+        };
+        match &self.not_ended {
+            Some(not_ended) => format!("{work}; {not_ended}"),
+            None => work,
         }
     }
 }
@@ -221,30 +279,44 @@ async fn plan_work(job: &SettleJob, lease: &Lease, plan: &Plan) -> Result<Work, 
 /// The dates of `plan` that have no SUCCESS yet, oldest first (with the gaps before them), and,
 /// for a scheduled fire, whether changed loans wait. An operator's run is about its dates only:
 /// when they are all settled there is nothing to run.
+///
+/// Only dates that have ended by the database's clock are planned, whatever the trigger: a
+/// replica whose clock runs ahead may fire for a slot whose date is still in progress. The
+/// execution record checks again, in the date's fenced transaction ([`settlement::records`]).
 async fn pending_work(job: &SettleJob, plan: &Plan) -> Result<Work, PlanError> {
     let inner = &job.inner;
     let task = &inner.spec.task_name;
+    let today = store::clock::business_today(&inner.pool, inner.tz).await?;
+    let not_ended = |date: NaiveDate| {
+        format!(
+            "{date} has not ended by the database's clock (today is {today} in {}); it is settled once it has",
+            inner.tz
+        )
+    };
     match plan {
         Plan::CatchUp { target } => {
-            let start_date = settlement::plan::start_date(&inner.pool, task, inner.start_date, *target).await?;
+            let ended = today.pred_opt().unwrap_or(today).min(*target);
+            let start_date = settlement::plan::start_date(&inner.pool, task, inner.start_date, ended).await?;
             let dates =
-                settlement::plan::unsettled_from(&inner.pool, task, start_date, *target, inner.backfill_max_days)
-                    .await?;
+                settlement::plan::unsettled_from(&inner.pool, task, start_date, ended, inner.backfill_max_days).await?;
             let changes_pending = store::loans::changes_pending(&inner.pool).await?;
             Ok(Work {
                 start_date,
                 dates,
                 changes_pending,
+                not_ended: (*target >= today).then(|| not_ended(*target)),
             })
         }
         Plan::Dates(requested) => {
+            let (ended, later): (Vec<NaiveDate>, Vec<NaiveDate>) = requested.iter().partition(|d| **d < today);
             let first = requested.iter().min().copied().unwrap_or_default();
             let start_date = settlement::plan::start_date(&inner.pool, task, inner.start_date, first).await?;
-            let dates = settlement::plan::manual_from(&inner.pool, task, start_date, requested).await?;
+            let dates = settlement::plan::manual_from(&inner.pool, task, start_date, &ended).await?;
             Ok(Work {
                 start_date,
                 dates,
                 changes_pending: false,
+                not_ended: later.iter().min().map(|d| not_ended(*d)),
             })
         }
     }
@@ -274,6 +346,7 @@ async fn walk(
         instance_id: inner.spec.instance_id.clone(),
         trigger,
         start_date,
+        business_tz: inner.tz,
         batch_size: inner.batch_size,
     };
     let span = tracing::info_span!(
@@ -357,14 +430,15 @@ async fn accrue_changes(pool: &sqlx::PgPool, context: &RunContext, abort: &Cance
 fn report_metrics(context: &RunContext, report: &WalkReport) {
     let task = &context.task_name;
     for outcome in &report.outcomes {
+        // Neither ran: no execution to count.
+        if matches!(outcome.status, DateStatus::AlreadySettled | DateStatus::NotEnded) {
+            continue;
+        }
         let status = if outcome.status == DateStatus::Success {
             "SUCCESS"
         } else {
             "FAILED"
         };
-        if outcome.status == DateStatus::AlreadySettled {
-            continue;
-        }
         metrics::job_execution(task, context.trigger.as_str(), status, outcome.duration);
         if let Some(counts) = outcome.counts {
             metrics::rows(task, counts.accrued.unsigned_abs(), counts.settled.unsigned_abs());

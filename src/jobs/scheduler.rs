@@ -33,7 +33,8 @@ impl Scheduler {
         let catch_up = tokio::spawn(catch_up_at_start(job.clone()));
         let tz = job.schedule().tz();
         let fire_job = job.clone();
-        let ticker = Ticker::start(job.schedule().clone(), stop, move |slot| {
+        let time = job.database_time().clone();
+        let ticker = Ticker::start(job.schedule().clone(), time, stop, move |slot| {
             let job = fire_job.clone();
             async move {
                 // The slot, not the wall clock at wake-up, decides the target date, so a late
@@ -68,8 +69,8 @@ impl Scheduler {
 ///
 /// Every try goes through [`SettleJob::fire`], so the attempt timeline shows each one (HELD,
 /// then WON or NOTHING_TO_DO). Gives up at `until` (the next slot, whose own fire takes over;
-/// compared with this host's clock, as the ticker's slots are) and at shutdown, answering the
-/// last refusal.
+/// compared with the database's clock as this replica estimates it, as the ticker's slots are)
+/// and at shutdown, answering the last refusal.
 pub async fn fire_until_run(
     job: &SettleJob,
     trigger: Trigger,
@@ -90,11 +91,12 @@ pub async fn fire_until_run(
                 Err(_) => Wait::For(backoff(&mut unavailable_wait)),
             },
             Refused::Unavailable(_) => Wait::For(backoff(&mut unavailable_wait)),
-            Refused::Busy => Wait::Idle,
+            Refused::Busy(_) => Wait::Idle,
             Refused::NothingToDo | Refused::BeforeStart(_) | Refused::ShuttingDown => return Err(refused),
         };
-        // Time left before the next slot (none: no next slot, try until shutdown).
-        let left = match until.map(|until| (until - Utc::now()).to_std()) {
+        // Time left before the next slot (none: no next slot, try until shutdown), by the clock
+        // the ticker's slots are awaited on.
+        let left = match until.map(|until| (until - job.database_time().now()).to_std()) {
             None => None,
             Some(Ok(left)) => Some(left),
             // The next slot is already here: its fire takes over.

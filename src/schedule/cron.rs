@@ -71,9 +71,6 @@ pub enum ScheduleError {
     /// The schedule has no slot after now (e.g. its year field is in the past).
     #[error("cron expression `{expr}` has no upcoming fire time")]
     NoUpcomingSlot { expr: String },
-    /// tokio-cron-scheduler failed to start.
-    #[error("scheduler error: {0}")]
-    Scheduler(#[from] tokio_cron_scheduler::JobSchedulerError),
 }
 
 /// A cron expression bound to a time zone; see the module docs for the DST rules.

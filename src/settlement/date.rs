@@ -8,6 +8,7 @@ use sqlx::PgConnection;
 use tokio_util::sync::CancellationToken;
 
 use super::{DateCounts, RunContext, SettleError, accrue, changes, settle};
+use crate::domain::business_date;
 use crate::lock::fence;
 use crate::store;
 
@@ -31,6 +32,12 @@ pub async fn settle_date(
     abort: &CancellationToken,
 ) -> Result<DateCounts, SettleError> {
     fence::guard(tx, &ctx.task_name, ctx.fencing_token).await?;
+    // Checked when the record started (`records::start`); again here, in the transaction that
+    // settles, so that only a database clock going backwards could get past both.
+    let today = business_date(store::clock::current(&mut *tx).await?, ctx.business_tz);
+    if date >= today {
+        return Err(SettleError::NotEnded { date, today });
+    }
     // The later of `date` and the latest settled date: what the rest of the database already
     // reflects. Equal to `date` on an ordinary night; later when a gap is being filled.
     let latest = store::executions::last_success(&mut *tx, &ctx.task_name).await?;

@@ -65,6 +65,7 @@ mod walk;
 use std::time::Duration;
 
 use chrono::NaiveDate;
+use chrono_tz::Tz;
 
 use crate::lock::{FenceError, Fenced};
 
@@ -87,6 +88,9 @@ pub struct RunContext {
     /// The job's start date (`settlement::plan::start_date`): no month before its month is
     /// ever accrued.
     pub start_date: NaiveDate,
+    /// The business zone: a date is settled only once it has ended there by the database's
+    /// clock.
+    pub business_tz: Tz,
     /// Rows per statement in the accrue and settle steps (`FINESETTLE_SETTLE_BATCH_SIZE`).
     pub batch_size: i64,
 }
@@ -126,6 +130,9 @@ pub enum SettleError {
     /// The run was asked to stop (lease lost, shutdown grace over) before the date finished.
     #[error("abandoned: the run was stopped before the date finished (lease lost or shutdown)")]
     Abandoned,
+    /// The date has not ended by the database's clock.
+    #[error("{date} has not ended by the database's clock (today is {today})")]
+    NotEnded { date: NaiveDate, today: NaiveDate },
     /// The execution record was no longer RUNNING when the date was about to commit.
     #[error("execution {0} is no longer RUNNING; the date was rolled back")]
     RecordGone(i64),

@@ -22,7 +22,9 @@ use sqlx::{PgConnection, PgPool};
 use tokio::task::JoinHandle;
 
 use super::RunContext;
+use crate::domain::business_date;
 use crate::lock::{FenceError, fence};
+use crate::store;
 use crate::store::executions::{self, NewExecution};
 
 pub use crate::domain::execution::{ParseTriggerError, Trigger};
@@ -36,12 +38,23 @@ pub enum StartOutcome {
     /// The date already has a SUCCESS (this execution); there is nothing to run. At most one
     /// SUCCESS per date is the contract, and a settled date would change nothing anyway.
     AlreadySettled { execution_id: i64 },
+    /// The date has not ended by the database's clock (`today` in the business zone): nothing
+    /// was recorded, and the date is settled once it has ended.
+    NotEnded { today: NaiveDate },
 }
 
 /// Records that this run starts `date`: a RUNNING execution, in its own fenced transaction.
+///
+/// No date is settled before it has ended by the database's clock, whatever planned it: the
+/// check is here, after the fence, against the database's clock at this moment, so neither a
+/// replica's wrong clock nor a plan made before a clock jump can start a date early.
 pub async fn start(pool: &PgPool, ctx: &RunContext, date: NaiveDate) -> Result<StartOutcome, FenceError> {
     let mut tx = pool.begin().await?;
     fence::guard(&mut tx, &ctx.task_name, ctx.fencing_token).await?;
+    let today = business_date(store::clock::current(&mut *tx).await?, ctx.business_tz);
+    if date >= today {
+        return Ok(StartOutcome::NotEnded { today });
+    }
     let new = NewExecution {
         task_name: &ctx.task_name,
         business_date: date,

@@ -25,6 +25,9 @@ pub enum DateStatus {
     Fenced,
     /// Stopped mid-date (lease lost, shutdown grace over): rolled back, recorded FAILED.
     Abandoned,
+    /// Not started: the date has not ended by the database's clock. Nothing was recorded, and
+    /// the walk stopped here (the later dates have not ended either).
+    NotEnded,
 }
 
 impl DateStatus {
@@ -70,7 +73,7 @@ impl WalkReport {
         self.outcomes.last().filter(|o| {
             matches!(
                 o.status,
-                DateStatus::Failed | DateStatus::Fenced | DateStatus::Abandoned
+                DateStatus::Failed | DateStatus::Fenced | DateStatus::Abandoned | DateStatus::NotEnded
             )
         })
     }
@@ -172,6 +175,16 @@ async fn run_one(pool: &PgPool, ctx: &RunContext, date: NaiveDate, abort: &Cance
             log(ctx, &outcome);
             return outcome;
         }
+        Ok(StartOutcome::NotEnded { today }) => {
+            outcome.status = DateStatus::NotEnded;
+            outcome.error = Some(format!(
+                "{date} has not ended by the database's clock (today is {today} in {})",
+                ctx.business_tz
+            ));
+            outcome.duration = started.elapsed();
+            log(ctx, &outcome);
+            return outcome;
+        }
         Err(error) => {
             outcome.status = match error {
                 FenceError::Fenced(_) => DateStatus::Fenced,
@@ -194,7 +207,7 @@ async fn run_one(pool: &PgPool, ctx: &RunContext, date: NaiveDate, abort: &Cance
             outcome.status = match error {
                 SettleError::Fenced(_) => DateStatus::Fenced,
                 SettleError::Abandoned => DateStatus::Abandoned,
-                SettleError::RecordGone(_) | SettleError::Db(_) => DateStatus::Failed,
+                SettleError::NotEnded { .. } | SettleError::RecordGone(_) | SettleError::Db(_) => DateStatus::Failed,
             };
             let text = error.to_string();
             // The date's transaction is rolled back; now close its record. A fenced run's record
@@ -327,6 +340,13 @@ fn log(ctx: &RunContext, o: &DateOutcome) {
             execution.id = o.execution_id,
             error,
             "fencing token no longer current; nothing written, run stopped"
+        ),
+        DateStatus::NotEnded => tracing::warn!(
+            job.task_name = %ctx.task_name,
+            job.business_date = %o.date,
+            lock.fencing_token = ctx.fencing_token,
+            error,
+            "business date not started: it has not ended by the database's clock"
         ),
         DateStatus::Abandoned => tracing::warn!(
             job.task_name = %ctx.task_name,

@@ -24,7 +24,7 @@ use tracing_subscriber::layer::{Layered, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry, filter};
 
-pub use clock_skew::{CLOCK_SKEW_PROBE_INTERVAL, measure_clock_skew, spawn_clock_skew_probe};
+pub use clock_skew::{CLOCK_SKEW_PROBE_INTERVAL, spawn_clock_skew_probe};
 use otel::{OtelConfig, Providers};
 
 /// Which signals this process exports.

@@ -7,7 +7,7 @@ use chrono::NaiveDate;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{LIBRARIAN_TOKEN, TestApp, spawn_app};
+use crate::common::{LIBRARIAN_TOKEN, TestApp, spawn_app, spawn_app_with};
 
 const JOB: &str = "/api/v1/jobs/settle-fines";
 
@@ -217,4 +217,92 @@ async fn jobs_and_locks_need_the_admin_role() {
     .await
     .problem(403);
     assert_eq!(app.row_counts().await, before);
+}
+
+/// Issue 19: an operator's run that meets this replica's own fire is told what that fire is
+/// doing. First the fire is taking over an expired lock whose previous holder still has a fenced
+/// transaction open (409 `job_starting`), then it is walking its date (409 `job_running`, naming
+/// the date and the fencing token). Never a 5xx; once the fire is done, the run is accepted and
+/// its date settled.
+#[tokio::test]
+async fn a_run_meeting_this_replicas_fire_is_told_what_the_fire_is_doing() {
+    // No lock_at_least_for: the operator's last run takes the lock right after the fire.
+    let app = spawn_app_with(|s| s.job.lock_at_least_for = Duration::ZERO).await;
+    let date = yesterday(&app).await;
+    let earlier = date.pred_opt().unwrap();
+    // An earlier holder's lease has run out, but its date transaction is still open: its fence
+    // (a key-share lock on the lock row) makes a takeover wait.
+    sqlx::query(
+        "insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token, fencing_token)
+         values ('settle-fines', now() - interval '1 second', now() - interval '1 minute', 'replica-b', gen_random_uuid(), 4)",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let mut previous_holder = app.pool.begin().await.unwrap();
+    sqlx::query("select 1 from task_lock where task_name = 'settle-fines' and fencing_token = 4 for key share")
+        .execute(&mut *previous_holder)
+        .await
+        .unwrap();
+    // A loan whose fine the walk will wait for: its row is locked below, as another writer would.
+    let member = app.create_member("Ada", "ada@example.com").await;
+    let book = app.create_book("Notes").await;
+    let loan = app
+        .create_loan_from(
+            member["id"].as_i64().unwrap(),
+            book["id"].as_i64().unwrap(),
+            earlier - chrono::Days::new(20),
+            earlier - chrono::Days::new(10),
+        )
+        .await;
+    let loan_id = loan["id"].as_i64().unwrap();
+
+    let job = app.job.clone();
+    let fire = tokio::spawn(async move {
+        let now = finesettle::store::clock::now(job.pool()).await.unwrap();
+        job.fire(
+            finesettle::settlement::Trigger::Cron,
+            now,
+            finesettle::jobs::Plan::Dates(vec![earlier]),
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let reply = app.post(&format!("{JOB}/runs"), json!({ "business_date": date })).await;
+    let problem = reply.problem(409);
+    assert_eq!(problem["code"], "job_starting", "{problem}");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("taking the job's lock"),
+        "{problem}"
+    );
+
+    // The walk's accrual waits on the loan's fine row, locked by another transaction.
+    let mut writer = app.pool.begin().await.unwrap();
+    sqlx::query("select 1 from loan where id = $1 for update")
+        .bind(loan_id)
+        .execute(&mut *writer)
+        .await
+        .unwrap();
+    previous_holder.commit().await.unwrap();
+    let problem = loop {
+        let reply = app.post(&format!("{JOB}/runs"), json!({ "business_date": date })).await;
+        let problem = reply.problem(409).clone();
+        if problem["code"] == "job_running" {
+            break problem;
+        }
+        assert_eq!(problem["code"], "job_starting", "{problem}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("1 date(s) from {earlier} to {earlier}")) && detail.contains("fencing token 5"),
+        "{problem}"
+    );
+    writer.commit().await.unwrap();
+    let report = fire.await.unwrap().expect("the fire ran");
+    assert!(report.walk.completed(), "{report:?}");
+
+    let reply = app.post(&format!("{JOB}/runs"), json!({ "business_date": date })).await;
+    let id = reply.ok(202)["id"].as_i64().unwrap();
+    assert_eq!(finished_execution(&app, id).await["status"], "SUCCESS");
 }

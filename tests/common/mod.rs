@@ -15,6 +15,7 @@ pub mod redis;
 
 use std::time::Duration;
 
+use finesettle::clock::Clock;
 use finesettle::config::{ApiTokens, Role, Settings};
 use finesettle::startup::Application;
 use reqwest::{Method, StatusCode};
@@ -65,7 +66,7 @@ pub async fn spawn_app() -> TestApp {
 /// Starts the application on a fresh database, letting the test adjust the settings first.
 pub async fn spawn_app_with(customize: impl FnOnce(&mut Settings)) -> TestApp {
     let database = database::TestDatabase::create().await;
-    spawn_on(database, customize).await
+    spawn_on(database, Clock::system(), customize).await
 }
 
 /// Starts the application on a fresh database with `REDIS_URL` naming a Redis logical database
@@ -84,19 +85,31 @@ pub async fn spawn_app_with_redis(customize: impl FnOnce(&mut Settings)) -> (Tes
 
 /// Starts another replica on the same database as `app`.
 pub async fn spawn_replica(app: &TestApp, customize: impl FnOnce(&mut Settings)) -> TestApp {
-    spawn_on(app.database.share(), customize).await
+    spawn_on(app.database.share(), Clock::system(), customize).await
+}
+
+/// Starts a replica on `database` whose own wall clock is `clock` (shifted, or jumped by the test
+/// later): a host without NTP, a VM resumed after a day.
+pub async fn spawn_with_clock(
+    database: database::TestDatabase,
+    clock: Clock,
+    customize: impl FnOnce(&mut Settings),
+) -> TestApp {
+    spawn_on(database, clock, customize).await
 }
 
 /// Starts the application on `database` (created by the test, perhaps already seeded).
 pub async fn spawn_on_database(database: database::TestDatabase, customize: impl FnOnce(&mut Settings)) -> TestApp {
-    spawn_on(database, customize).await
+    spawn_on(database, Clock::system(), customize).await
 }
 
-async fn spawn_on(database: database::TestDatabase, customize: impl FnOnce(&mut Settings)) -> TestApp {
+async fn spawn_on(database: database::TestDatabase, clock: Clock, customize: impl FnOnce(&mut Settings)) -> TestApp {
     finesettle::telemetry::init();
     let mut settings = test_settings(database.url());
     customize(&mut settings);
-    let application = Application::build(settings.clone()).await.expect("application builds");
+    let application = Application::build_with_clock(settings.clone(), clock)
+        .await
+        .expect("application builds");
     let port = application.port();
     let pool = application.state().pool.clone();
     let job = application.state().job.clone();

@@ -119,6 +119,7 @@ async fn a_takeover_during_a_long_date_waits_for_it_and_then_fences_the_old_hold
         instance_id: instance.to_owned(),
         trigger: Trigger::Manual,
         start_date: from,
+        business_tz: chrono_tz::Asia::Shanghai,
         batch_size: 100,
     };
 

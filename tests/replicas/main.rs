@@ -39,3 +39,4 @@ mod long_date;
 mod pause;
 mod processes;
 mod shutdown;
+mod skewed_clocks;

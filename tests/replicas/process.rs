@@ -32,7 +32,22 @@ impl Finesettle {
     /// `finesettle` on `database_url` as replica `instance_id`: HTTP on a port of the system's
     /// choosing, the admin token of the harness, a small connection pool.
     pub fn new(database_url: &str, instance_id: &str) -> Self {
-        let mut command = Command::new(BIN);
+        Self::with_command(Command::new(BIN), database_url, instance_id)
+    }
+
+    /// [`Finesettle::new`] run by Debian's `faketime` with its clock at `offset` (`+3h`, `-1d`):
+    /// the real binary on a host whose clock is wrong. Only the wall clock is shifted; the
+    /// monotonic clock, which tokio's timers follow, is left alone, as on a real host.
+    pub fn under_faketime(database_url: &str, instance_id: &str, offset: &str) -> Self {
+        let mut command = Command::new("faketime");
+        command
+            .args(["-f", offset, BIN])
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+            .env("DONT_FAKE_MONOTONIC", "1");
+        Self::with_command(command, database_url, instance_id)
+    }
+
+    fn with_command(mut command: Command, database_url: &str, instance_id: &str) -> Self {
         for (name, _) in std::env::vars_os() {
             let name = name.to_string_lossy();
             if CLEARED_PREFIXES.iter().any(|p| name.starts_with(p)) || CLEARED.contains(&name.as_ref()) {

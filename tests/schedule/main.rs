@@ -1,7 +1,7 @@
 //! The schedule's contract: the fire instants of six-field cron expressions in a business
 //! zone, across daylight-saving changes (New York, London, Lord Howe) and in the production zone
 //! (Shanghai), checked against a brute-force oracle; and the fire loop that calls back at them.
-//! Where a test also asserts what croner or tokio-cron-scheduler does on its own, that is the
+//! Where a test also asserts what croner does on its own, that is the
 //! library behaviour `src/schedule/` works around: when such an assertion fails after an
 //! upgrade, the workaround may be able to go.
 

@@ -1,13 +1,13 @@
-//! The fire loop against the real clock, and the tokio-cron-scheduler behaviour it works around.
+//! The fire loop against the real clock.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration as StdDuration, Instant};
+use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Asia::Shanghai;
+use finesettle::clock::Clock;
 use finesettle::schedule::{CronSchedule, ScheduleError, Ticker};
-use tokio_cron_scheduler::{Job, JobScheduler};
 use tokio_util::sync::CancellationToken;
 
 use super::{sched, utc};
@@ -22,7 +22,7 @@ type Fires = Arc<Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>>;
 async fn recording_ticker(stop: CancellationToken) -> (Ticker, Fires) {
     let fires: Fires = Arc::default();
     let sink = fires.clone();
-    let ticker = Ticker::start(every_second(), stop, move |slot| {
+    let ticker = Ticker::start(every_second(), Clock::system(), stop, move |slot| {
         sink.lock().unwrap().push((slot, Utc::now()));
         async {}
     })
@@ -110,7 +110,7 @@ async fn slow_calls_do_not_delay_the_next_fire() {
     let running = Arc::new(AtomicUsize::new(0));
     let max_running = Arc::new(AtomicUsize::new(0));
     let (c, r, m, s) = (calls.clone(), running.clone(), max_running.clone(), stop.clone());
-    let ticker = Ticker::start(every_second(), stop.clone(), move |_slot| {
+    let ticker = Ticker::start(every_second(), Clock::system(), stop.clone(), move |_slot| {
         c.fetch_add(1, Ordering::SeqCst);
         let now_running = r.fetch_add(1, Ordering::SeqCst) + 1;
         m.fetch_max(now_running, Ordering::SeqCst);
@@ -140,26 +140,9 @@ async fn slow_calls_do_not_delay_the_next_fire() {
 #[tokio::test]
 async fn a_schedule_without_future_slots_is_an_error() {
     let past = CronSchedule::parse("0 0 0 1 1 * 2020", Shanghai).unwrap();
-    let err = Ticker::start(past, CancellationToken::new(), |_| async {})
+    let err = Ticker::start(past, Clock::system(), CancellationToken::new(), |_| async {})
         .await
         .err()
         .expect("no ticker without an upcoming slot");
     assert!(matches!(err, ScheduleError::NoUpcomingSlot { .. }), "{err:?}");
-}
-
-/// Why the ticker finishes every wait on a tokio timer: tokio-cron-scheduler 0.15 turns a
-/// one-shot's instant into a wall-clock time truncated to whole seconds, so the job is due before
-/// the instant asked for (and its 500 ms poll can run it then).
-#[tokio::test]
-async fn one_shot_instants_are_rounded_down() {
-    let mut scheduler = JobScheduler::new().await.unwrap();
-    let wanted = Utc::now() + TimeDelta::milliseconds(1_500);
-    let job = Job::new_one_shot_at_instant_async(Instant::now() + StdDuration::from_millis(1_500), |_, _| {
-        Box::pin(async {})
-    })
-    .unwrap();
-    let id = scheduler.add(job).await.unwrap();
-    let due = scheduler.next_tick_for_job(id).await.unwrap().unwrap();
-    assert_eq!(due.timestamp_subsec_nanos(), 0);
-    assert!(due < wanted, "due at {due}, wanted {wanted}");
 }

@@ -57,6 +57,7 @@ pub fn ctx(token: i64) -> RunContext {
         instance_id: "test-replica".to_owned(),
         trigger: Trigger::Manual,
         start_date: start(),
+        business_tz: chrono_tz::Asia::Shanghai,
         batch_size: BATCH,
     }
 }

@@ -18,7 +18,7 @@ use utoipa_axum::routes;
 use super::error::ApiError;
 use super::locks::Lock;
 use crate::domain::business_date;
-use crate::jobs::{Plan, Refused, SettleJob, Started};
+use crate::jobs::{Activity, Plan, Refused, SettleJob, Started};
 use crate::settlement::Trigger;
 use crate::state::AppState;
 use crate::store;
@@ -79,7 +79,10 @@ impl From<Refused> for ApiError {
     fn from(refused: Refused) -> Self {
         match refused {
             Refused::Held { .. } => ApiError::conflict("lock_held", refused.to_string()),
-            Refused::Busy => ApiError::conflict("job_running", refused.to_string()),
+            // A fire of this replica is taking the lock (a takeover waits for the previous
+            // holder's transaction) or walking its dates: both pass, so both are a 409.
+            Refused::Busy(Activity::Starting { .. }) => ApiError::conflict("job_starting", refused.to_string()),
+            Refused::Busy(Activity::Walking { .. }) => ApiError::conflict("job_running", refused.to_string()),
             Refused::NothingToDo => ApiError::conflict("already_settled", "every requested date is already settled"),
             Refused::BeforeStart(before) => ApiError::invalid(
                 "business_date",
