@@ -306,3 +306,55 @@ async fn a_run_meeting_this_replicas_fire_is_told_what_the_fire_is_doing() {
     let id = reply.ok(202)["id"].as_i64().unwrap();
     assert_eq!(finished_execution(&app, id).await["status"], "SUCCESS");
 }
+
+/// Issue 19: a fire whose slot names a date that has not ended by the database's clock (a
+/// replica whose clock runs ahead, a clock that jumped) plans through yesterday only, and its
+/// attempt says why today was left out.
+#[tokio::test]
+async fn a_fire_for_a_date_that_has_not_ended_settles_only_ended_dates_and_says_why() {
+    let app = spawn_app_with(|s| s.job.lock_at_least_for = Duration::ZERO).await;
+    let today = app.today().await;
+    let yesterday = today.pred_opt().unwrap();
+    let now = finesettle::store::clock::now(&app.pool).await.unwrap();
+    let plan = finesettle::jobs::Plan::CatchUp { target: today };
+    let report = app
+        .job
+        .fire(finesettle::settlement::Trigger::Cron, now, plan)
+        .await
+        .expect("the fire runs the ended dates");
+    let settled: Vec<NaiveDate> = report.walk.outcomes.iter().map(|o| o.date).collect();
+    assert_eq!(settled, [yesterday], "{report:?}");
+
+    let executions = app.get(&format!("{JOB}/executions")).await;
+    let dates: Vec<&str> = executions.ok(200)["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["business_date"].as_str().unwrap())
+        .collect();
+    assert_eq!(dates, [yesterday.to_string()]);
+    let attempts = app.get(&format!("{JOB}/attempts")).await;
+    let attempt = &attempts.ok(200)["items"][0];
+    assert_eq!(attempt["outcome"], "WON");
+    let detail = attempt["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("{today} has not ended by the database's clock")),
+        "{attempt}"
+    );
+
+    // With yesterday settled, the same fire again has nothing it may run, and says why.
+    let plan = finesettle::jobs::Plan::CatchUp { target: today };
+    let refused = app
+        .job
+        .fire(finesettle::settlement::Trigger::Cron, now, plan)
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, finesettle::jobs::Refused::NothingToDo), "{refused:?}");
+    let attempts = app.get(&format!("{JOB}/attempts")).await;
+    let attempt = &attempts.ok(200)["items"][0];
+    assert_eq!(attempt["outcome"], "NOTHING_TO_DO");
+    assert!(
+        attempt["detail"].as_str().unwrap().contains("has not ended"),
+        "{attempt}"
+    );
+}

@@ -1,7 +1,8 @@
 //! The backfill walk: which dates a run takes, stopping between dates, row locks held by others,
 //! and the execution records it leaves.
 
-use finesettle::settlement::{self, records};
+use chrono::NaiveDate;
+use finesettle::settlement::{self, DateStatus, SettleError, records};
 use finesettle::store::PageRequest;
 use tokio_util::sync::CancellationToken;
 
@@ -270,4 +271,51 @@ async fn an_execution_with_an_unknown_status_reads_as_a_decode_error() {
     .unwrap();
     let read = records::find(&db.pool, id).await;
     assert!(matches!(read, Err(sqlx::Error::ColumnDecode { .. })), "{read:?}");
+}
+
+/// Issue 19: a walk asked for dates that have not ended by the database's clock (a plan made
+/// before a clock jump, a caller that skipped the planner) settles the ended ones and stops at the
+/// first that has not, recording nothing for it. The check is in the date's fenced transaction,
+/// so no caller gets past it.
+#[tokio::test]
+async fn a_walk_stops_at_a_date_that_has_not_ended_by_the_database_clock_and_records_nothing() {
+    let db = fresh_db().await;
+    let ctx = ctx(TOKEN);
+    let now = finesettle::store::clock::now(&db.pool).await.unwrap();
+    let today = finesettle::domain::business_date(now, ctx.business_tz);
+    let yesterday = today.pred_opt().unwrap();
+    let tomorrow = today.succ_opt().unwrap();
+
+    let report = walk(&db.pool, &[yesterday, today, tomorrow]).await;
+
+    let statuses: Vec<_> = report.outcomes.iter().map(|o| (o.date, o.status)).collect();
+    assert_eq!(
+        statuses,
+        [(yesterday, DateStatus::Success), (today, DateStatus::NotEnded)]
+    );
+    assert_eq!(report.not_run, [tomorrow], "the walk stops at the first date not ended");
+    let stopped = report.stopped_at().expect("stopped");
+    assert_eq!(stopped.execution_id, None);
+    assert!(
+        stopped
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("has not ended by the database's clock"),
+        "{stopped:?}"
+    );
+    let recorded: Vec<NaiveDate> = sqlx::query_scalar("select business_date from task_execution order by id")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(recorded, [yesterday], "no execution row for a date that has not ended");
+
+    // The per-date procedure checks too, at the moment of its transaction.
+    let mut tx = db.pool.begin().await.unwrap();
+    let never = CancellationToken::new();
+    let refused = settlement::settle_date(&mut tx, &ctx, today, &never).await;
+    assert!(
+        matches!(refused, Err(SettleError::NotEnded { date, .. }) if date == today),
+        "{refused:?}"
+    );
 }
