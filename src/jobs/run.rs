@@ -370,7 +370,7 @@ async fn walk(
         span,
     )
     .await;
-    report_metrics(&context, &report);
+    report_metrics(&context, &report, inner.time.now());
     let lost_lease = keeper.lost().is_cancelled();
     let lease = keeper.stop().await;
     if lost_lease {
@@ -426,8 +426,9 @@ async fn accrue_changes(pool: &sqlx::PgPool, context: &RunContext, abort: &Cance
     }
 }
 
-/// One execution metric per date; rows and the last-success gauge for settled dates.
-fn report_metrics(context: &RunContext, report: &WalkReport) {
+/// One execution metric per date; rows and the last-success gauge (at `now`, by the database's
+/// clock) for settled dates.
+fn report_metrics(context: &RunContext, report: &WalkReport, now: DateTime<Utc>) {
     let task = &context.task_name;
     for outcome in &report.outcomes {
         // Neither ran: no execution to count.
@@ -445,7 +446,7 @@ fn report_metrics(context: &RunContext, report: &WalkReport) {
         }
     }
     if report.succeeded() > 0 {
-        metrics::last_success(task, Utc::now().timestamp());
+        metrics::last_success(task, now.timestamp());
     }
 }
 

@@ -36,6 +36,7 @@ mod crash;
 mod held_fire;
 mod in_process;
 mod long_date;
+mod operators;
 mod pause;
 mod processes;
 mod shutdown;
