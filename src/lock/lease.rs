@@ -9,8 +9,8 @@
 //! and dates, and stops. Lost means: a renewal found the lease taken over or expired, or renewals
 //! kept failing (or hanging) until the lease ran out by this process's own monotonic clock. That
 //! clock is only used to give up early, never to decide who holds the lock: each deadline is
-//! counted from just before the renewal was sent, which is no later than the database's `now()` that
-//! set `locked_until`. Stopping work is a courtesy to the new holder; the fence
+//! counted from just before the acquisition or renewal was sent, which is no later than the
+//! store's clock reading that set `locked_until`. Stopping work is a courtesy to the new holder; the fence
 //! ([`super::fence`]) is what guarantees that a holder who missed the signal writes nothing.
 
 use std::sync::Arc;
@@ -46,8 +46,9 @@ impl LeaseKeeper {
     /// Starts renewing `lease` every `at_most_for / 3`, each renewal pushing `locked_until` to the
     /// database's now() + `at_most_for`.
     ///
-    /// Call it right after the acquisition: until the first renewal, the lease is assumed to end
-    /// `locked_until - locked_at` after this call.
+    /// Until the first renewal, the lease is assumed to end `locked_until - locked_at` after
+    /// [`Lease::asked_at`], just before the acquisition was sent: however long the caller took
+    /// to start the keeper (planning, say), that is never later than the store's end.
     pub fn start(lock: JobLock, lease: Lease, at_most_for: Duration) -> Self {
         let lost = CancellationToken::new();
         let renewals = Arc::new(AtomicU64::new(0));
@@ -55,7 +56,7 @@ impl LeaseKeeper {
         let renewer = Renewer {
             lock,
             at_most_for,
-            deadline: Instant::now() + granted_for(&lease),
+            deadline: lease.asked_at + granted_for(&lease),
             lease: lease.clone(),
             lost: lost.clone(),
             renewals: Arc::clone(&renewals),
@@ -188,6 +189,7 @@ mod tests {
             fencing_token: 3,
             locked_at,
             locked_until: locked_at + chrono::Duration::seconds(granted_secs),
+            asked_at: Instant::now(),
         }
     }
 

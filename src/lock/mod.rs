@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use tokio::time::Instant;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -57,7 +58,7 @@ pub struct LockSpec {
     pub at_least_for: Duration,
 }
 
-/// A granted lock. Times are the database's.
+/// A granted lock. Times are the lock store's, except `asked_at`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
     pub task_name: String,
@@ -67,8 +68,13 @@ pub struct Lease {
     pub owner_token: Uuid,
     /// One more than the previous acquisition's: writes carrying an older token are refused.
     pub fencing_token: i64,
+    /// When the store granted the lock: after any wait for the lock row, not when it was asked.
     pub locked_at: DateTime<Utc>,
     pub locked_until: DateTime<Utc>,
+    /// Just before this process sent the acquisition, by its own monotonic clock: no later than
+    /// `locked_at`, so [`LeaseKeeper`] counting the lease from here never outlasts the store's.
+    /// Meaningless to any other process.
+    pub asked_at: Instant,
 }
 
 /// The answer to one acquisition attempt.

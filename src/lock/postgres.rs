@@ -1,14 +1,31 @@
 //! The job lock in PostgreSQL: one `task_lock` row per task, ShedLock's design plus a fresh owner
 //! token per acquisition and a fencing token.
 //!
-//! Every time is the database's `now()`, never this process's clock: replicas whose clocks
-//! disagree still agree on who holds the lock and until when (ShedLock's duplicate runs under
-//! clock skew come from comparing times taken on different machines).
+//! Every time is the database's clock, never this process's: replicas whose clocks disagree still
+//! agree on who holds the lock and until when (ShedLock's duplicate runs under clock skew come from
+//! comparing times taken on different machines).
 //!
-//! Taking the lock is one statement: insert the row, or take it over only where
-//! `locked_until < now()`, bumping `fencing_token`. Two replicas racing on it are serialised by
-//! the row (or the primary key while the row is being inserted): the second one re-checks the
-//! condition against the first one's committed row and finds it held.
+//! Taking the lock is one statement. It first reads the row in its snapshot: a live holder is
+//! answered at once. Only a row that is missing or expired is then inserted, or taken over where
+//! `locked_until < clock_timestamp()`, bumping `fencing_token`. Two replicas racing on it are
+//! serialised by the row (or the primary key while the row is being inserted): the second one
+//! re-checks the condition against the first one's committed row and finds it held.
+//!
+//! # Which clock reading
+//!
+//! A statement may wait for the row: a takeover waits for the previous holder's fenced
+//! transaction ([`super::fence`]), a renewal for another writer. A lease must count from the end
+//! of that wait, when the lock was actually granted, or a taker that waited 4 s for a 5 s lease
+//! holds it 1 s. `now()` is the start of the transaction, so every time here is
+//! `clock_timestamp()`, read where PostgreSQL evaluates it after taking the row lock:
+//!
+//! - in `insert ... on conflict do update`, the conflicting row is locked first; the `where` and
+//!   the `set` of the `do update` are evaluated after. `excluded.*` are not: they were computed
+//!   from the inserted row before the wait, so the takeover reads the clock in its `set`;
+//! - in a plain `update`, the new row's values are computed *before* waiting for a row locked by
+//!   another transaction, and only recomputed when that transaction changed the row. So renewal
+//!   and release lock the row in a CTE (`for no key update`, which the fence lets through) and
+//!   read the clock in the update that joins it.
 //!
 //! The Redis backend's statements live here too ([`TokenRecord`]): it holds its lease in Redis but
 //! publishes its fencing token to the same `task_lock` row, which the fence checks.
@@ -18,19 +35,20 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::postgres::types::PgInterval;
 use sqlx::{AssertSqlSafe, PgPool};
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::{Acquired, Lease, Lock, LockError, LockSpec};
 
 /// How long an acquisition waits for the lock row when another transaction has it locked.
 ///
-/// Row locks on `task_lock` are held by acquisitions in flight (short) and by the holder's
-/// settlement transactions: the fence's key-share lock, which an acquisition waits for (`on
-/// conflict do update` locks the row for a key update before it looks at `locked_until`) and the
-/// holder's renewal does not. So an attempt meets a long date of a live holder, or a holder stuck
-/// in its transaction (paused mid-transaction, say). Rather than hang behind it, the attempt
-/// gives up after this wait and reports the lock as held, which it is until that transaction
-/// ends; a scheduled fire tries again when the lease ends.
+/// An attempt on a live lock does not wait: it answers from its snapshot. A takeover of an
+/// expired lock does, for the fence's key-share lock that the old holder's settlement
+/// transactions keep until they end (the takeover is a key update: it changes the tokens), and
+/// for acquisitions in flight. That wait is the fence working. Rather than hang behind a holder
+/// stuck in its transaction (paused mid-transaction, say), the attempt gives up after this wait
+/// and reports the lock as held, which it is until that transaction ends; a scheduled fire tries
+/// again when the lease ends.
 pub const DEFAULT_ROW_WAIT: Duration = Duration::from_secs(2);
 
 /// How long the database lets an acquisition transaction sit idle before ending its session, so
@@ -62,25 +80,50 @@ impl PgLock {
         self
     }
 
+    /// Takes the lock when the row is missing or expired; answers the holder at once when it is live.
     pub async fn try_acquire(&self, spec: &LockSpec) -> Result<Acquired, LockError> {
+        let asked_at = Instant::now();
         let mut tx = self
             .pool
             .begin_with(AssertSqlSafe(self.begin_acquisition.clone()))
             .await?;
-        let taken = sqlx::query_as!(
-            Lease,
+        let answer = sqlx::query!(
             r#"
-            insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token)
-            values ($1, now() + $2, now(), $3, $4)
-            on conflict (task_name) do update
-                set locked_until = excluded.locked_until,
-                    locked_at = excluded.locked_at,
-                    locked_by = excluded.locked_by,
-                    owner_token = excluded.owner_token,
-                    fencing_token = task_lock.fencing_token + 1
-                -- only an expired lock is taken over; a held one leaves the row untouched
-                where task_lock.locked_until < now()
-            returning task_name, locked_by, owner_token, fencing_token, locked_at, locked_until
+            -- the row as this statement's snapshot shows it, read without waiting for any lock
+            with seen as materialized (
+                select task_name, locked_by, owner_token, fencing_token, locked_at, locked_until,
+                       locked_until >= clock_timestamp() as live
+                from task_lock
+                where task_name = $1
+            ),
+            -- tried only when the snapshot shows no live holder, so a live one is answered at once
+            -- instead of queueing for the row behind its fenced transaction
+            taken as (
+                insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token)
+                select $1, granted + $2, granted, $3, $4
+                from clock_timestamp() as granted
+                where not exists (select from seen where live)
+                on conflict (task_name) do update
+                    -- evaluated once the row is locked, after any wait for the old holder's fence:
+                    -- the lease counts from then (excluded.* times were read before the wait)
+                    set (locked_at, locked_until) = (
+                            select granted, granted + $2 from clock_timestamp() as granted
+                        ),
+                        locked_by = excluded.locked_by,
+                        owner_token = excluded.owner_token,
+                        fencing_token = task_lock.fencing_token + 1
+                    -- judged on the latest row version: only an expired lock is taken over
+                    where task_lock.locked_until < clock_timestamp()
+                returning task_name, locked_by, owner_token, fencing_token, locked_at, locked_until
+            )
+            select true as "won!", task_name as "task_name!", locked_by as "locked_by!",
+                   owner_token as "owner_token!", fencing_token as "fencing_token!",
+                   locked_at as "locked_at!", locked_until as "locked_until!"
+            from taken
+            union all
+            select false, task_name, locked_by, owner_token, fencing_token, locked_at, locked_until
+            from seen
+            where live
             "#,
             spec.task_name,
             interval(spec.at_most_for),
@@ -90,9 +133,18 @@ impl PgLock {
         )
         .fetch_optional(&mut *tx)
         .await;
-        match taken {
-            Ok(Some(lease)) => {
+        match answer {
+            Ok(Some(row)) if row.won => {
                 tx.commit().await?;
+                let lease = Lease {
+                    task_name: row.task_name,
+                    locked_by: row.locked_by,
+                    owner_token: row.owner_token,
+                    fencing_token: row.fencing_token,
+                    locked_at: row.locked_at,
+                    locked_until: row.locked_until,
+                    asked_at,
+                };
                 tracing::debug!(
                     task.name = %lease.task_name,
                     fencing_token = lease.fencing_token,
@@ -101,8 +153,16 @@ impl PgLock {
                 );
                 Ok(Acquired::Won(lease))
             }
+            Ok(Some(live)) => {
+                tx.commit().await?;
+                Ok(Acquired::Held {
+                    holder: live.locked_by,
+                    locked_until: live.locked_until,
+                })
+            }
             Ok(None) => {
-                // Held. A new snapshot in this transaction sees the holder that beat us.
+                // Lost a race: the snapshot showed the lock free or expired, but another replica
+                // took it first. A new snapshot in this transaction sees that holder.
                 let held = holder(&mut *tx, &spec.task_name).await;
                 tx.commit().await?;
                 held
@@ -117,15 +177,26 @@ impl PgLock {
         }
     }
 
+    /// [`super::JobLock::renew`]: locks the row first, so the new lease counts from the moment the
+    /// lock was ours, however long the statement waited for it.
     pub async fn renew(&self, lease: &Lease, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
         let locked_until = sqlx::query_scalar!(
             r#"
+            -- for no key update: waits for writers of the row, not for the holder's own fence
+            with mine as materialized (
+                select task_name, locked_until
+                from task_lock
+                where task_name = $1 and owner_token = $2 and fencing_token = $3
+                for no key update
+            )
             update task_lock
-            set locked_until = now() + $4
-            -- still ours: same acquisition, and not expired (an expired lease is lost even when
-            -- nobody has taken it over yet)
-            where task_name = $1 and owner_token = $2 and fencing_token = $3 and locked_until > now()
-            returning locked_until
+            -- read after the row lock was obtained (a plain update reads it before waiting)
+            set locked_until = clock_timestamp() + $4
+            from mine
+            -- still ours and not expired once locked (an expired lease is lost even when nobody
+            -- has taken it over yet): a filter on the locked row, so also read after the wait
+            where task_lock.task_name = mine.task_name and mine.locked_until > clock_timestamp()
+            returning task_lock.locked_until
             "#,
             lease.task_name,
             lease.owner_token,
@@ -140,13 +211,21 @@ impl PgLock {
         }))
     }
 
+    /// [`super::JobLock::release`], on the clock as read once the row lock was obtained.
     pub async fn release(&self, lease: &Lease, at_least_for: Duration) -> Result<bool, LockError> {
         let released = sqlx::query!(
             r#"
+            with mine as materialized (
+                select task_name, locked_at, locked_until
+                from task_lock
+                where task_name = $1 and owner_token = $2 and fencing_token = $3
+                for no key update
+            )
             update task_lock
             -- keep the lock until at_least_for after it was taken, but never lengthen it
-            set locked_until = least(locked_until, greatest(now(), locked_at + $4))
-            where task_name = $1 and owner_token = $2 and fencing_token = $3
+            set locked_until = least(mine.locked_until, greatest(clock_timestamp(), mine.locked_at + $4))
+            from mine
+            where task_lock.task_name = mine.task_name
             "#,
             lease.task_name,
             lease.owner_token,
@@ -258,6 +337,26 @@ impl TokenRecord {
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Records the times of a lease restarted once its token was published (the row is the admin
+    /// view's, once the key is gone), if the row is still this acquisition's.
+    pub(super) async fn record_grant(&self, lease: &Lease) -> Result<(), LockError> {
+        sqlx::query!(
+            r#"
+            update task_lock
+            set locked_at = $4, locked_until = $5
+            where task_name = $1 and owner_token = $2 and fencing_token = $3
+            "#,
+            lease.task_name,
+            lease.owner_token,
+            lease.fencing_token,
+            lease.locked_at,
+            lease.locked_until
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     /// Shortens the published row to the release's end, if the row is still this acquisition's.

@@ -11,6 +11,9 @@
 //! - **acquire**: if the key is free, `INCR` the counter and `SET` the key in the same step, so
 //!   taking the lock and numbering it cannot be separated; otherwise answer the holder and the
 //!   key's expiry;
+//! - **grant**: once the winner's token is published, compare-and-restart: the same value with
+//!   `locked_at` set to now and a fresh TTL, so the lease counts from the completed grant (see
+//!   [`RedisLock::try_acquire`]);
 //! - **renew**: compare-and-extend, `PEXPIRE` only while the key still holds this acquisition's
 //!   exact value;
 //! - **release**: compare-and-delete honouring `at_least_for`: by the Redis clock (`TIME` inside
@@ -40,6 +43,8 @@
 //! learns that it lost; its writes would be fenced anyway. A publish that waits on the row (a
 //! previous holder's fenced transaction still running) is bounded by a row wait, after which the
 //! winner gives its Redis key back and reports the lock as held, as the Postgres backend does.
+//! A publish that completed restarts the lease (the grant script), since only then may the winner
+//! write: the Redis lease, like the Postgres one, lasts `at_most_for` from the completed grant.
 //!
 //! The counter may go backwards when Redis loses data (a flush, a restart without persistence, a
 //! failover to a replica that lagged). Then a fresh token would not be newer than the published
@@ -70,6 +75,7 @@ use chrono::{DateTime, Utc};
 use deadpool_redis::{Connection, Pool};
 use redis::Script;
 use sqlx::PgPool;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::postgres::TokenRecord;
@@ -125,6 +131,23 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return redis.call('PEXPIRETIME', KEYS[1])
 ";
 
+/// Compare-and-restart, for a won acquisition once its token is published: while the key still
+/// holds ARGV[1], the same value with `locked_at` set to now by the Redis clock and a fresh TTL.
+/// Answers `{value, expiry}`, or nil when the key no longer holds ARGV[1].
+///
+/// KEYS: lock. ARGV: the acquisition's value, ttl ms.
+const GRANT: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+    return false
+end
+local owner, token, holder = string.match(ARGV[1], '^([^:]*):([^:]*):[^:]*:(.*)$')
+local now = redis.call('TIME')
+local locked_at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local value = owner .. ':' .. token .. ':' .. string.format('%d', locked_at) .. ':' .. holder
+redis.call('SET', KEYS[1], value, 'XX', 'PX', ARGV[2])
+return {value, redis.call('PEXPIRETIME', KEYS[1])}
+";
+
 /// Compare-and-delete honouring `at_least_for`: nil when the key does not hold ARGV[1]; otherwise
 /// the instant the lock now ends (ms since the epoch, by the Redis clock).
 ///
@@ -161,6 +184,7 @@ return {value, redis.call('PEXPIRETIME', KEYS[1])}
 
 static ACQUIRE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE));
 static RENEW_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(RENEW));
+static GRANT_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(GRANT));
 static RELEASE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE));
 static PEEK_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(PEEK));
 
@@ -213,9 +237,11 @@ impl RedisLock {
         fencing_key(&self.prefix, task_name)
     }
 
-    /// Takes the lock in Redis when free, then publishes the token to `task_lock`. Held in Redis,
-    /// or a newer token already published: [`Acquired::Held`].
+    /// Takes the lock in Redis when free, publishes the token to `task_lock`, then restarts the
+    /// lease from that moment (`grant` says why). Held in Redis, or a newer token
+    /// already published: [`Acquired::Held`].
     pub async fn try_acquire(&self, spec: &LockSpec) -> Result<Acquired, LockError> {
+        let asked_at = Instant::now();
         let ttl = lease_millis(spec.at_most_for)?;
         let floor = self.record.published_token(&spec.task_name).await?;
         let owner = Uuid::new_v4();
@@ -237,17 +263,9 @@ impl RedisLock {
                 locked_until,
             });
         }
-        let lease = holding.into_lease(&spec.task_name, locked_until)?;
+        let lease = holding.into_lease(&spec.task_name, locked_until, asked_at)?;
         match self.record.publish(&lease).await {
-            Ok(true) => {
-                tracing::debug!(
-                    task.name = %lease.task_name,
-                    fencing_token = lease.fencing_token,
-                    locked_until = %lease.locked_until,
-                    "lock acquired in Redis and its token published"
-                );
-                Ok(Acquired::Won(lease))
-            }
+            Ok(true) => self.grant(lease, ttl).await,
             Ok(false) => {
                 tracing::warn!(
                     task.name = %lease.task_name,
@@ -267,6 +285,51 @@ impl RedisLock {
                 Err(e)
             }
         }
+    }
+
+    /// Restarts the lease of `won`, whose token is now published, from this moment by the Redis
+    /// clock: `locked_at` becomes now and the key expires `ttl` ms later, and the row records it.
+    ///
+    /// Why: the lease started in the acquire script, but the winner may not write before its token
+    /// is published, and the publish may wait on the `task_lock` row behind the previous holder's
+    /// fenced transaction, up to the row wait, while the key's TTL ticks. Without the restart a
+    /// winner that waited 4 s for a 5 s lease would hold it 1 s. A key that no longer holds `won`
+    /// (its TTL ran out during that wait) is a lease lost at once: reported as held until then,
+    /// so the fire tries again.
+    async fn grant(&self, won: Lease, ttl: i64) -> Result<Acquired, LockError> {
+        let mut invocation = GRANT_SCRIPT.prepare_invoke();
+        invocation
+            .key(self.lock_key(&won.task_name))
+            .arg(Holding::value_of(&won))
+            .arg(ttl);
+        let granted: Option<(String, i64)> = self.run(async |conn| invocation.invoke_async(conn).await).await?;
+        let Some((value, expires)) = granted else {
+            tracing::warn!(
+                task.name = %won.task_name,
+                fencing_token = won.fencing_token,
+                "the Redis lease ran out while its token was being published"
+            );
+            return Ok(Acquired::Held {
+                holder: won.locked_by,
+                locked_until: won.locked_until,
+            });
+        };
+        let lease = Holding::parse(&value)?.into_lease(&won.task_name, from_millis(expires)?, won.asked_at)?;
+        if let Err(error) = self.record.record_grant(&lease).await {
+            tracing::warn!(
+                task.name = %lease.task_name,
+                fencing_token = lease.fencing_token,
+                %error,
+                "lock granted, but its times could not be recorded in task_lock"
+            );
+        }
+        tracing::debug!(
+            task.name = %lease.task_name,
+            fencing_token = lease.fencing_token,
+            locked_until = %lease.locked_until,
+            "lock acquired in Redis and its token published"
+        );
+        Ok(Acquired::Won(lease))
     }
 
     /// Makes `lease.fencing_token` the task's current token in `task_lock`, unless a newer one is
@@ -431,7 +494,7 @@ impl Holding {
         })
     }
 
-    fn into_lease(self, task_name: &str, locked_until: DateTime<Utc>) -> Result<Lease, LockError> {
+    fn into_lease(self, task_name: &str, locked_until: DateTime<Utc>, asked_at: Instant) -> Result<Lease, LockError> {
         Ok(Lease {
             task_name: task_name.to_owned(),
             locked_by: self.holder,
@@ -439,6 +502,7 @@ impl Holding {
             fencing_token: self.fencing_token,
             locked_at: from_millis(self.locked_at_ms)?,
             locked_until,
+            asked_at,
         })
     }
 }
@@ -494,6 +558,7 @@ mod tests {
             fencing_token: 42,
             locked_at,
             locked_until: locked_at + chrono::Duration::minutes(15),
+            asked_at: Instant::now(),
         }
     }
 
@@ -510,7 +575,7 @@ mod tests {
         );
         let read = Holding::parse(&value)
             .unwrap()
-            .into_lease("settle-fines", lease.locked_until)
+            .into_lease("settle-fines", lease.locked_until, lease.asked_at)
             .unwrap();
         assert_eq!(read, lease);
     }

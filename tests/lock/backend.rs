@@ -145,6 +145,30 @@ impl Fixture {
         ))
     }
 
+    /// How much of the task's lease is left now by the store's clock: `locked_until` less
+    /// `clock_timestamp()` in PostgreSQL, the key's `PTTL` in Redis.
+    pub async fn remaining(&self, task_name: &str) -> chrono::Duration {
+        let millis: i64 = match &self.redis {
+            None => sqlx::query_scalar(
+                "select (extract(epoch from locked_until - clock_timestamp()) * 1000)::bigint
+                 from task_lock where task_name = $1",
+            )
+            .bind(task_name)
+            .fetch_one(&self.app.pool)
+            .await
+            .expect("the lock row exists"),
+            Some(redis) => {
+                let mut conn = redis.pool.get().await.expect("a Redis connection");
+                redis::cmd("PTTL")
+                    .arg(self.key(task_name))
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap()
+            }
+        };
+        chrono::Duration::milliseconds(millis)
+    }
+
     /// Makes the task's lease expire now, as if its holder had crashed long ago.
     pub async fn expire(&self, task_name: &str) {
         let Some(redis) = &self.redis else {

@@ -8,7 +8,7 @@ use sqlx::PgPool;
 
 use crate::backend::{Backend, Fixture};
 use crate::common::spawn_app;
-use crate::{TASK, acquire, held_by, spec, won};
+use crate::{TASK, acquire, held_by, spec, wait_for_a_lock_waiter, won};
 
 on_each_backend!(
     the_current_token_passes_and_its_write_commits,
@@ -40,24 +40,6 @@ async fn members(pool: &PgPool) -> i64 {
         .fetch_one(pool)
         .await
         .unwrap()
-}
-
-/// Waits until some session of this database waits for a lock, i.e. a takeover queued behind us.
-async fn wait_for_a_lock_waiter(pool: &PgPool) {
-    for _ in 0..1_000 {
-        let waiting: bool = sqlx::query_scalar(
-            "select exists (select 1 from pg_stat_activity
-                            where datname = current_database() and wait_event_type = 'Lock')",
-        )
-        .fetch_one(pool)
-        .await
-        .unwrap();
-        if waiting {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the takeover never waited for the fenced transaction");
 }
 
 async fn the_current_token_passes_and_its_write_commits(backend: Backend) {

@@ -14,6 +14,7 @@ on_each_backend!(
     the_keeper_signals_lost_when_the_lease_is_taken_over,
     the_keeper_signals_lost_when_renewals_fail_until_the_lease_runs_out,
     stopping_at_once_keeps_the_lease_as_granted,
+    a_keeper_started_late_still_gives_up_when_the_lease_ends,
 );
 
 /// A lease short enough for renewals to happen within a test.
@@ -96,4 +97,25 @@ async fn stopping_at_once_keeps_the_lease_as_granted(backend: Backend) {
     assert_eq!(keeper.stop().await, lease);
     assert!(!lost.is_cancelled());
     assert_eq!(fx.stored(TASK).await.4, lease.locked_until);
+}
+
+async fn a_keeper_started_late_still_gives_up_when_the_lease_ends(backend: Backend) {
+    let fx = Fixture::new(backend).await;
+    let (lock, store) = fx.lock_on_own_store(2).await;
+    let asked = tokio::time::Instant::now();
+    let lease = acquire(&lock, &short_spec("replica-a")).await;
+    // the job plans its work before it starts the keeper, and the store goes away meanwhile
+    let late = Duration::from_millis(1_500);
+    tokio::time::sleep(late).await;
+    store.close().await;
+    let keeper = LeaseKeeper::start(lock, lease, SHORT);
+
+    wait_lost(keeper.lost()).await;
+    // counted from when the acquisition was sent, not from when the keeper started
+    let lost_after = asked.elapsed();
+    assert!(
+        lost_after < SHORT + late / 2,
+        "gave up {lost_after:?} after asking for {SHORT:?}"
+    );
+    keeper.stop().await;
 }

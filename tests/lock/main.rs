@@ -34,6 +34,7 @@ mod acquire;
 mod backend;
 mod contention;
 mod fence;
+mod grant;
 mod lease;
 mod redis;
 
@@ -113,4 +114,31 @@ pub async fn own_pool(app: &common::TestApp, max_connections: u32) -> PgPool {
         .connect(app.database.url())
         .await
         .expect("connect to the test database")
+}
+
+/// Waits until some session of this database waits for a lock: an acquisition or renewal queued
+/// behind a transaction the test keeps open.
+pub async fn wait_for_a_lock_waiter(pool: &PgPool) {
+    for _ in 0..1_000 {
+        let waiting: bool = sqlx::query_scalar(
+            "select exists (select 1 from pg_stat_activity
+                            where datname = current_database() and wait_event_type = 'Lock')",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        if waiting {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no session ever waited for a lock");
+}
+
+/// The database clock now (`clock_timestamp()`, not the transaction's start), on `conn`.
+pub async fn db_clock(conn: &mut sqlx::PgConnection) -> DateTime<Utc> {
+    sqlx::query_scalar("select clock_timestamp()")
+        .fetch_one(conn)
+        .await
+        .unwrap()
 }

@@ -103,6 +103,7 @@ async fn redis_unreachable_is_unavailable_without_a_panic_or_a_hang_and_changes_
         fencing_token: 4,
         locked_at: now,
         locked_until: now + chrono::Duration::minutes(1),
+        asked_at: tokio::time::Instant::now(),
     };
 
     // each call is bounded by the lock itself; this bound only turns a hang into a failure
