@@ -66,7 +66,11 @@ impl Application {
         let stop = CancellationToken::new();
         let settings = Arc::clone(&self.state.settings);
         let pool = self.state.pool.clone();
-        let mut workers = vec![telemetry::spawn_clock_skew_probe(pool.clone(), stop.clone())];
+        let mut workers = vec![telemetry::spawn_clock_skew_probe(
+            pool.clone(),
+            settings.instance_id.clone(),
+            stop.clone(),
+        )];
         let scheduler = if settings.scheduler_enabled {
             workers.push(tokio::spawn(alerts::run_alert_worker(
                 pool.clone(),

@@ -12,7 +12,7 @@ use sqlx::PgPool;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::clock;
+use crate::store::{clock, replica_clocks};
 
 /// How often the probe measures.
 pub const CLOCK_SKEW_PROBE_INTERVAL: Duration = Duration::from_secs(60);
@@ -35,15 +35,19 @@ fn skew_seconds(sent: DateTime<Utc>, database: DateTime<Utc>, received: DateTime
 }
 
 /// Measures the skew at once and then every minute, recording it as the `finesettle.clock.skew`
-/// gauge, until `stop` is cancelled. The first measurement is taken even when `stop` is already
-/// cancelled, so a replica always reports its skew once.
-pub fn spawn_clock_skew_probe(pool: PgPool, stop: CancellationToken) -> JoinHandle<()> {
+/// gauge and as `instance_id`'s row of `replica_clock` (which the CLOCK_SKEW alert reads), until
+/// `stop` is cancelled. The first measurement is taken even when `stop` is already cancelled, so
+/// a replica always reports its skew once.
+pub fn spawn_clock_skew_probe(pool: PgPool, instance_id: String, stop: CancellationToken) -> JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             match measure_clock_skew(&pool).await {
                 Ok(seconds) => {
                     super::metrics::clock_skew(seconds);
                     tracing::debug!(clock.skew_seconds = seconds, "clock skew measured");
+                    if let Err(error) = replica_clocks::record(&pool, &instance_id, seconds).await {
+                        tracing::warn!(error = %error, "clock skew not recorded for alerts: database unavailable");
+                    }
                 }
                 Err(error) => tracing::warn!(error = %error, "clock skew not measured: database unavailable"),
             }
