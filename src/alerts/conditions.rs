@@ -258,7 +258,10 @@ pub fn clock_skew(
             let direction = if m.skew_seconds > 0.0 { "ahead of" } else { "behind" };
             // Rounded away from zero, so a skew just over the limit never reads as within it.
             let shown = (m.skew_seconds.abs() * 10.0).ceil() / 10.0;
-            format!("replica {}'s clock is {shown:.1} s {direction} the database's", m.instance_id)
+            format!(
+                "replica {}'s clock is {shown:.1} s {direction} the database's",
+                m.instance_id
+            )
         })
         .collect();
     (!off.is_empty()).then(|| NewAlert {
@@ -519,12 +522,23 @@ mod tests {
         let at = utc("2026-06-10T12:00:00Z");
         let skewed_at = |t: &str| [measured("r1", 60.0, t)];
         // A replica that stopped measuring more than three minutes ago no longer counts.
-        assert_eq!(clock_skew(&skewed_at("2026-06-10T11:56:59Z"), at, Shanghai, &CLOCK_LIMITS), None);
+        assert_eq!(
+            clock_skew(&skewed_at("2026-06-10T11:56:59Z"), at, Shanghai, &CLOCK_LIMITS),
+            None
+        );
         for recent in ["2026-06-10T11:57:00Z", "2026-06-10T12:00:00Z", "2026-06-10T12:00:01Z"] {
-            assert!(clock_skew(&skewed_at(recent), at, Shanghai, &CLOCK_LIMITS).is_some(), "{recent}");
+            assert!(
+                clock_skew(&skewed_at(recent), at, Shanghai, &CLOCK_LIMITS).is_some(),
+                "{recent}"
+            );
         }
         // The business date is the database's in the business zone: 16:00Z is the next day there.
-        let late = clock_skew(&skewed_at("2026-06-10T16:00:00Z"), utc("2026-06-10T16:00:00Z"), Shanghai, &CLOCK_LIMITS);
+        let late = clock_skew(
+            &skewed_at("2026-06-10T16:00:00Z"),
+            utc("2026-06-10T16:00:00Z"),
+            Shanghai,
+            &CLOCK_LIMITS,
+        );
         assert_eq!(late.unwrap().business_date, date("2026-06-11"));
     }
 

@@ -115,7 +115,9 @@ pub async fn evaluate_at(pool: &PgPool, rules: &AlertRules, at: DateTime<Utc>) -
     }
     report.resolved = publisher.resolve_gone().await?;
     for business_date in skew_resolve {
-        report.resolved.extend(publisher.resolve(AlertKind::ClockSkew, business_date).await?);
+        report
+            .resolved
+            .extend(publisher.resolve(AlertKind::ClockSkew, business_date).await?);
     }
     Ok(report)
 }

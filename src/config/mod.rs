@@ -199,12 +199,17 @@ mod tests {
         let s = settings(&[("FINESETTLE_MAX_CLOCK_SKEW", "1m 30s")]).unwrap();
         assert_eq!(s.max_clock_skew, Duration::from_secs(90));
         assert_eq!(
-            settings(&[("FINESETTLE_MAX_CLOCK_SKEW", "250ms")]).unwrap().max_clock_skew,
+            settings(&[("FINESETTLE_MAX_CLOCK_SKEW", "250ms")])
+                .unwrap()
+                .max_clock_skew,
             Duration::from_millis(250)
         );
         for bad in ["0s", "5", "soon"] {
             let err = settings(&[("FINESETTLE_MAX_CLOCK_SKEW", bad)]).unwrap_err().to_string();
-            assert!(err.contains("FINESETTLE_MAX_CLOCK_SKEW") && err.contains("above zero"), "{err}");
+            assert!(
+                err.contains("FINESETTLE_MAX_CLOCK_SKEW") && err.contains("above zero"),
+                "{err}"
+            );
         }
     }
 
