@@ -76,6 +76,7 @@ impl Application {
         let pool = self.state.pool.clone();
         let mut workers = vec![telemetry::spawn_clock_skew_probe(
             self.state.job.database_time().clone(),
+            settings.instance_id.clone(),
             stop.clone(),
         )];
         let scheduler = if settings.scheduler_enabled {

@@ -5,6 +5,7 @@
 //! | `FAILED` | an execution ended FAILED and no SUCCESS exists for that date |
 //! | `TIMEOUT` | an execution has been RUNNING longer than the job timeout |
 //! | `MISSED` | no SUCCESS for an expected business date (every date from the start date on) by its scheduled time + the grace |
+//! | `CLOCK_SKEW` | a replica measured recently has a clock off from the database's by more than the limit |
 //!
 //! `AUDIT` alerts are not decided here: the audit (`crate::audit`) raises one when a month's
 //! fines or ledger differ from a recomputation, and resolves it when a re-audit finds none. The
@@ -24,6 +25,8 @@
 use std::time::Duration;
 
 use crate::domain::alert::{AlertKind, NewAlert};
+use crate::domain::business_date;
+use crate::domain::replica_clock::ClockMeasurement;
 use crate::schedule::{CronSchedule, settle_target};
 use chrono::{DateTime, NaiveDate, NaiveTime, TimeDelta, Utc};
 use chrono_tz::Tz;
@@ -53,7 +56,12 @@ pub fn failed(execution_id: i64, business_date: NaiveDate, error: Option<&str>) 
 
 /// Executions started before this instant have been RUNNING longer than `timeout` at `at`.
 pub fn timeout_cutoff(at: DateTime<Utc>, timeout: Duration) -> DateTime<Utc> {
-    TimeDelta::from_std(timeout)
+    earlier_by(at, timeout)
+}
+
+/// `at` minus `span`, or the earliest instant there is when that is out of range.
+fn earlier_by(at: DateTime<Utc>, span: Duration) -> DateTime<Utc> {
+    TimeDelta::from_std(span)
         .ok()
         .and_then(|t| at.checked_sub_signed(t))
         .unwrap_or(DateTime::<Utc>::MIN_UTC)
@@ -215,6 +223,53 @@ pub fn missed(expected: &ExpectedDate, grace: Duration, attempts: i64) -> NewAle
         detail: format!("no SUCCESS by {} ({why}); {history}", rfc3339(expected.deadline)),
         execution_id: None,
     }
+}
+
+/// What CLOCK_SKEW knows besides the measurements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockSkewLimits {
+    /// `FINESETTLE_MAX_CLOCK_SKEW`: how far a replica's clock may be from the database's, either
+    /// way.
+    pub max_skew: Duration,
+    /// A measurement older than this, by the database's clock, no longer counts: its replica
+    /// stopped measuring (it died, or lost the database), so its clock is nobody's concern until
+    /// it measures again. A few probe intervals, so one failed measurement does not resolve the
+    /// alert.
+    pub stale_after: Duration,
+}
+
+/// CLOCK_SKEW for the business date of `at` (by the database's clock, in `tz`): the replicas
+/// measured within `stale_after` before `at` whose clock is off from the database's by more than
+/// `max_skew`, named in the detail. `None` when every such replica is within the limit.
+///
+/// A measurement taken after `at` counts: it is only newer than the evaluation's instant.
+pub fn clock_skew(
+    measurements: &[ClockMeasurement],
+    at: DateTime<Utc>,
+    tz: Tz,
+    limits: &ClockSkewLimits,
+) -> Option<NewAlert> {
+    let since = earlier_by(at, limits.stale_after);
+    let max = limits.max_skew.as_secs_f64();
+    let off: Vec<String> = measurements
+        .iter()
+        .filter(|m| m.measured_at >= since && m.skew_seconds.abs() > max)
+        .map(|m| {
+            let direction = if m.skew_seconds > 0.0 { "ahead of" } else { "behind" };
+            // Rounded away from zero, so a skew just over the limit never reads as within it.
+            let shown = (m.skew_seconds.abs() * 10.0).ceil() / 10.0;
+            format!(
+                "replica {}'s clock is {shown:.1} s {direction} the database's",
+                m.instance_id
+            )
+        })
+        .collect();
+    (!off.is_empty()).then(|| NewAlert {
+        kind: AlertKind::ClockSkew,
+        business_date: business_date(at, tz),
+        detail: format!("{} (limit {max} s)", off.join("; ")),
+        execution_id: None,
+    })
 }
 
 fn rfc3339(t: DateTime<Utc>) -> String {
@@ -423,6 +478,68 @@ mod tests {
             utc("2026-06-10T11:30:00Z")
         );
         assert_eq!(timeout_cutoff(at, Duration::MAX), DateTime::<Utc>::MIN_UTC);
+    }
+
+    fn measured(instance_id: &str, skew_seconds: f64, measured_at: &str) -> ClockMeasurement {
+        ClockMeasurement {
+            instance_id: instance_id.to_owned(),
+            skew_seconds,
+            measured_at: utc(measured_at),
+        }
+    }
+
+    const CLOCK_LIMITS: ClockSkewLimits = ClockSkewLimits {
+        max_skew: Duration::from_secs(5),
+        stale_after: Duration::from_secs(180),
+    };
+
+    #[test]
+    fn clock_skew_names_each_replica_off_by_more_than_the_limit_either_way() {
+        let at = utc("2026-06-10T12:00:00Z");
+        let measurements = [
+            measured("r1", 10_800.25, "2026-06-10T11:59:30Z"),
+            measured("r2", 4.9, "2026-06-10T11:59:30Z"),
+            measured("r3", -5.01, "2026-06-10T11:59:30Z"),
+            measured("r4", -5.0, "2026-06-10T11:59:30Z"),
+        ];
+        let alert = clock_skew(&measurements, at, Shanghai, &CLOCK_LIMITS).unwrap();
+        assert_eq!((alert.kind, alert.execution_id), (AlertKind::ClockSkew, None));
+        // 12:00Z is 20:00 in Shanghai, still 2026-06-10 there.
+        assert_eq!(alert.business_date, date("2026-06-10"));
+        assert_eq!(
+            alert.detail,
+            "replica r1's clock is 10800.3 s ahead of the database's; \
+             replica r3's clock is 5.1 s behind the database's (limit 5 s)"
+        );
+        // Exactly at the limit, or within it: nothing to raise.
+        assert_eq!(clock_skew(&measurements[1..2], at, Shanghai, &CLOCK_LIMITS), None);
+        assert_eq!(clock_skew(&measurements[3..], at, Shanghai, &CLOCK_LIMITS), None);
+        assert_eq!(clock_skew(&[], at, Shanghai, &CLOCK_LIMITS), None);
+    }
+
+    #[test]
+    fn clock_skew_counts_only_replicas_measured_recently_by_the_database_clock() {
+        let at = utc("2026-06-10T12:00:00Z");
+        let skewed_at = |t: &str| [measured("r1", 60.0, t)];
+        // A replica that stopped measuring more than three minutes ago no longer counts.
+        assert_eq!(
+            clock_skew(&skewed_at("2026-06-10T11:56:59Z"), at, Shanghai, &CLOCK_LIMITS),
+            None
+        );
+        for recent in ["2026-06-10T11:57:00Z", "2026-06-10T12:00:00Z", "2026-06-10T12:00:01Z"] {
+            assert!(
+                clock_skew(&skewed_at(recent), at, Shanghai, &CLOCK_LIMITS).is_some(),
+                "{recent}"
+            );
+        }
+        // The business date is the database's in the business zone: 16:00Z is the next day there.
+        let late = clock_skew(
+            &skewed_at("2026-06-10T16:00:00Z"),
+            utc("2026-06-10T16:00:00Z"),
+            Shanghai,
+            &CLOCK_LIMITS,
+        );
+        assert_eq!(late.unwrap().business_date, date("2026-06-11"));
     }
 
     #[test]

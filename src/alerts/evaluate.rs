@@ -6,13 +6,14 @@ use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::PgPool;
 
 use super::Alert;
-use super::conditions::{self, Expectation};
+use super::conditions::{self, ClockSkewLimits, Expectation};
 use super::publish::Publisher;
 use crate::config::Settings;
-use crate::domain::alert::NewAlert;
+use crate::domain::alert::{AlertKind, NewAlert};
 use crate::jobs::SettleJob;
 use crate::schedule::CronSchedule;
 use crate::store;
+use crate::telemetry::CLOCK_SKEW_PROBE_INTERVAL;
 
 /// How many MISSED alerts one evaluation raises at most, oldest dates first; the rest follow on
 /// the next evaluations, a minute apart. Every date from the start date on is expected, so a
@@ -20,6 +21,11 @@ use crate::store;
 /// could otherwise raise years of dates in one evaluation: one transaction, one log event and
 /// one webhook POST each. A hundred keeps an evaluation to a few seconds at worst.
 pub const DEFAULT_MAX_MISSED_PER_EVALUATION: usize = 100;
+
+/// How old a replica's clock measurement may be and still count for CLOCK_SKEW: three probe
+/// intervals, so that a measurement or two lost to a database blip neither resolves the alert
+/// nor hides the replica, while a replica that died skewed stops counting within minutes.
+pub const CLOCK_MEASUREMENT_STALE_AFTER: Duration = CLOCK_SKEW_PROBE_INTERVAL.saturating_mul(3);
 
 /// Everything an evaluation needs to know about one task.
 #[derive(Debug, Clone)]
@@ -33,6 +39,8 @@ pub struct AlertRules {
     pub settle_start_date: Option<NaiveDate>,
     /// See [`DEFAULT_MAX_MISSED_PER_EVALUATION`].
     pub max_missed_per_evaluation: usize,
+    /// CLOCK_SKEW: `FINESETTLE_MAX_CLOCK_SKEW`, and [`CLOCK_MEASUREMENT_STALE_AFTER`].
+    pub clock_skew: ClockSkewLimits,
     /// Queue a webhook notification with every raise and resolve.
     pub webhook_enabled: bool,
 }
@@ -48,6 +56,10 @@ impl AlertRules {
             missed_grace: settings.job.missed_grace,
             settle_start_date: settings.job.settle_start_date,
             max_missed_per_evaluation: DEFAULT_MAX_MISSED_PER_EVALUATION,
+            clock_skew: ClockSkewLimits {
+                max_skew: settings.max_clock_skew,
+                stale_after: CLOCK_MEASUREMENT_STALE_AFTER,
+            },
             webhook_enabled: settings.alert_webhook.is_some(),
         }
     }
@@ -87,6 +99,8 @@ pub async fn evaluate_at(pool: &PgPool, rules: &AlertRules, at: DateTime<Utc>) -
             .map(|r| conditions::timed_out(r.id, r.business_date, r.started_at, rules.job_timeout)),
     );
     candidates.extend(missed(pool, rules, at).await?);
+    let (skew_raise, skew_resolve) = clock_skew(pool, rules, at).await?;
+    candidates.extend(skew_raise);
 
     let publisher = Publisher {
         pool,
@@ -100,7 +114,29 @@ pub async fn evaluate_at(pool: &PgPool, rules: &AlertRules, at: DateTime<Utc>) -
         }
     }
     report.resolved = publisher.resolve_gone().await?;
+    for business_date in skew_resolve {
+        report
+            .resolved
+            .extend(publisher.resolve(AlertKind::ClockSkew, business_date).await?);
+    }
     Ok(report)
+}
+
+/// What CLOCK_SKEW asks of this evaluation: a raise when a replica's clock is off and no
+/// CLOCK_SKEW alert is active (one alert for as long as clocks stay off, however many dates that
+/// spans), or the dates of the active ones to resolve when no clock is off.
+async fn clock_skew(
+    pool: &PgPool,
+    rules: &AlertRules,
+    at: DateTime<Utc>,
+) -> anyhow::Result<(Option<NewAlert>, Vec<NaiveDate>)> {
+    let measurements = store::replica_clocks::latest(pool).await?;
+    let skewed = conditions::clock_skew(&measurements, at, rules.schedule.tz(), &rules.clock_skew);
+    let active = store::alerts::active_dates(pool, AlertKind::ClockSkew, &rules.task_name).await?;
+    Ok(match skewed {
+        Some(alert) => (active.is_empty().then_some(alert), Vec::new()),
+        None => (None, active),
+    })
 }
 
 /// MISSED candidates: expected dates past their deadline with no SUCCESS and no alert yet,

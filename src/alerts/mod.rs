@@ -1,9 +1,10 @@
-//! Execution alerts (CONTRACT §3): noticing a date that failed, a run that is stuck, and a date that
-//! never ran — once, however many replicas look — and telling people.
+//! Execution alerts (CONTRACT §3): noticing a date that failed, a run that is stuck, a date that
+//! never ran and a replica whose clock is off — once, however many replicas look — and telling
+//! people.
 //!
 //! Every replica runs the same loop ([`run_alert_worker`]): each minute it evaluates the rules in
-//! [`conditions`] against the execution records, the start date and the schedule's own slots
-//! ([`evaluate_once`]), raising an alert per `(kind, task_name, business_date)` at most once (a
+//! [`conditions`] against the execution records, the start date, the schedule's own slots and the
+//! replicas' clock measurements ([`evaluate_once`]), raising an alert per `(kind, task_name, business_date)` at most once (a
 //! unique constraint decides which replica's insert wins) and resolving alerts whose cause is
 //! gone. The replica that wins a raise or a resolve, and only that one:
 //!
@@ -25,7 +26,10 @@ mod worker;
 use serde::{Deserialize, Serialize};
 
 pub use crate::domain::alert::{Alert, AlertKind, AlertState, NewAlert, UnknownName};
-pub use evaluate::{AlertRules, DEFAULT_MAX_MISSED_PER_EVALUATION, EvaluationReport, evaluate_at, evaluate_once};
+pub use evaluate::{
+    AlertRules, CLOCK_MEASUREMENT_STALE_AFTER, DEFAULT_MAX_MISSED_PER_EVALUATION, EvaluationReport, evaluate_at,
+    evaluate_once,
+};
 pub use publish::Publisher;
 pub use webhook::{DeliveryPolicy, DeliveryReport, Webhook, deliver_due};
 pub use worker::{AlertWorkerConfig, run_alert_worker};

@@ -32,6 +32,11 @@ impl DatabaseTime {
         }
     }
 
+    /// The database measured.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
     /// This replica's own clock.
     pub fn clock(&self) -> &Clock {
         &self.clock

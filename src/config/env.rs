@@ -86,6 +86,13 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
         })
     }
 
+    /// A duration as [`Env::duration`] reads it, zero refused.
+    pub(super) fn positive_duration(&self, name: &'static str, default: &str) -> Result<Duration, ConfigError> {
+        self.parse_with(name, default, "a duration above zero such as 5s, 90s or 1m", |v| {
+            humantime::parse_duration(v).ok().filter(|d| !d.is_zero())
+        })
+    }
+
     pub(super) fn optional_date(&self, name: &'static str) -> Result<Option<NaiveDate>, ConfigError> {
         self.optional_string(name)
             .map(|v| {

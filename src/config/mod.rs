@@ -45,6 +45,8 @@ pub struct Settings {
     pub job: JobSettings,
     pub api_tokens: ApiTokens,
     pub alert_webhook: Option<String>,
+    /// How far a replica's clock may be from the database's before a CLOCK_SKEW alert.
+    pub max_clock_skew: Duration,
     /// Whether `serve` runs the scheduler (cron fires, catch-up at start, alerts). Tests that drive
     /// the job directly turn it off.
     pub scheduler_enabled: bool,
@@ -146,6 +148,7 @@ impl Settings {
                 |v| ApiTokens::parse(v).ok(),
             )?,
             alert_webhook: env.optional_string("FINESETTLE_ALERT_WEBHOOK"),
+            max_clock_skew: env.positive_duration("FINESETTLE_MAX_CLOCK_SKEW", "5s")?,
             scheduler_enabled: env.parse("FINESETTLE_SCHEDULER_ENABLED", "true", "true or false")?,
             request_timeout: env.duration("FINESETTLE_REQUEST_TIMEOUT", "30s")?,
             header_read_timeout: env.duration("FINESETTLE_HEADER_READ_TIMEOUT", "10s")?,
@@ -187,7 +190,27 @@ mod tests {
         assert_eq!(s.job.job_timeout, Duration::from_secs(30 * 60));
         assert_eq!(s.job.missed_grace, Duration::from_secs(60 * 60));
         assert_eq!(s.job.lock_backend, LockBackend::Postgres);
+        assert_eq!(s.max_clock_skew, Duration::from_secs(5));
         assert!(s.api_tokens.is_empty());
+    }
+
+    #[test]
+    fn the_clock_skew_limit_is_a_duration_above_zero() {
+        let s = settings(&[("FINESETTLE_MAX_CLOCK_SKEW", "1m 30s")]).unwrap();
+        assert_eq!(s.max_clock_skew, Duration::from_secs(90));
+        assert_eq!(
+            settings(&[("FINESETTLE_MAX_CLOCK_SKEW", "250ms")])
+                .unwrap()
+                .max_clock_skew,
+            Duration::from_millis(250)
+        );
+        for bad in ["0s", "5", "soon"] {
+            let err = settings(&[("FINESETTLE_MAX_CLOCK_SKEW", bad)]).unwrap_err().to_string();
+            assert!(
+                err.contains("FINESETTLE_MAX_CLOCK_SKEW") && err.contains("above zero"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 use strum::{Display, EnumString, IntoStaticStr};
 use utoipa::ToSchema;
 
-// Stored (`alert.kind`, a text column with a check constraint), sent and logged in upper case;
-// every form is derived from that one rule. (The doc comment is the OpenAPI description.)
-/// The alert kinds: the three of CONTRACT §3, and the audit's.
+// Stored (`alert.kind`, a text column with a check constraint), sent and logged in upper case
+// with words split by `_` (`CLOCK_SKEW`); every form is derived from that one rule. (The doc
+// comment is the OpenAPI description.)
+/// The alert kinds of CONTRACT §3.1.
 #[derive(
     Debug,
     Clone,
@@ -29,9 +30,9 @@ use utoipa::ToSchema;
     EnumString,
     IntoStaticStr,
 )]
-#[serde(rename_all = "UPPERCASE")]
-#[sqlx(type_name = "text", rename_all = "UPPERCASE")]
-#[strum(serialize_all = "UPPERCASE", parse_err_ty = UnknownName, parse_err_fn = UnknownName::kind)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[sqlx(type_name = "text", rename_all = "SCREAMING_SNAKE_CASE")]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE", parse_err_ty = UnknownName, parse_err_fn = UnknownName::kind)]
 pub enum AlertKind {
     /// An execution ended FAILED and the date has no SUCCESS.
     Failed,
@@ -43,15 +44,19 @@ pub enum AlertKind {
     /// The audit of a month (business date = its first day) found fines or ledger entries that
     /// differ from a recomputation from the loans.
     Audit,
+    /// A replica's clock differs from the database's by more than `FINESETTLE_MAX_CLOCK_SKEW`
+    /// (business date = the database's date when it was first seen).
+    ClockSkew,
 }
 
 impl AlertKind {
     /// Every kind, for listings (the active-alert gauge) and parsing.
-    pub const ALL: [AlertKind; 4] = [
+    pub const ALL: [AlertKind; 5] = [
         AlertKind::Failed,
         AlertKind::Timeout,
         AlertKind::Missed,
         AlertKind::Audit,
+        AlertKind::ClockSkew,
     ];
 
     /// The stored and wire spelling, and the `kind` label of the active-alert metric.
@@ -117,13 +122,13 @@ pub struct Alert {
     pub business_date: NaiveDate,
     pub state: AlertState,
     pub raised_at: DateTime<Utc>,
-    /// Set when the cause went away: a SUCCESS for the date, the run no longer RUNNING, or a
-    /// clean re-audit of the month.
+    /// Set when the cause went away: a SUCCESS for the date, the run no longer RUNNING, a
+    /// clean re-audit of the month, or every replica's clock back within the limit.
     pub resolved_at: Option<DateTime<Utc>>,
     /// What happened, for people: the execution, its error, the deadline that passed, the
-    /// loans an audit found.
+    /// loans an audit found, the replicas whose clock is off.
     pub detail: String,
-    /// The execution behind a FAILED or TIMEOUT alert (null for MISSED and AUDIT).
+    /// The execution behind a FAILED or TIMEOUT alert (null for the other kinds).
     pub execution_id: Option<i64>,
 }
 
@@ -142,10 +147,13 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for k in [AlertKind::Failed, AlertKind::Timeout, AlertKind::Missed] {
+        for k in AlertKind::ALL {
             assert_eq!(k.as_str().parse::<AlertKind>(), Ok(k));
             assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+            assert_eq!(serde_json::from_value::<AlertKind>(k.as_str().into()).unwrap(), k);
         }
+        let names: Vec<_> = AlertKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["FAILED", "TIMEOUT", "MISSED", "AUDIT", "CLOCK_SKEW"]);
         for s in [AlertState::Active, AlertState::Resolved] {
             assert_eq!(s.as_str().parse::<AlertState>(), Ok(s));
         }

@@ -15,6 +15,7 @@
 //! - [`text`]: names and reasons a person wrote, e-mail addresses.
 //! - [`alert`], [`reminder`]: what an alert and a loan reminder are (their rules live in
 //!   `crate::alerts` and `crate::reminders`).
+//! - [`replica_clock`]: a replica's clock measured against the database's.
 
 pub mod alert;
 pub mod audit;
@@ -24,6 +25,7 @@ pub mod execution;
 pub mod fine;
 pub mod loan;
 pub mod reminder;
+pub mod replica_clock;
 pub mod status;
 pub mod text;
 

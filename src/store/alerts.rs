@@ -199,7 +199,8 @@ pub async fn raise(
 /// Resolves every active alert of `task_name` whose cause is gone: FAILED and MISSED once the
 /// date has a SUCCESS, TIMEOUT once its execution is no longer RUNNING. Never AUDIT: its date
 /// (the first day of the audited month) has a SUCCESS from the start, and only a clean re-audit
-/// says the differences are gone ([`resolve_active`]).
+/// says the differences are gone ([`resolve_active`]). Nor CLOCK_SKEW, which the replicas'
+/// clock measurements resolve ([`resolve_active`] again).
 ///
 /// Rows another replica is resolving right now are skipped (`skip locked`): it will announce
 /// them, and two replicas never wait on each other's rows in opposite orders.
@@ -217,6 +218,9 @@ pub async fn resolve_gone(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
                       select 1 from task_execution e where e.id = a.execution_id and e.status = 'RUNNING')
                   -- resolved by a clean re-audit of its month, never here
                   when 'AUDIT' then false
+                  -- resolved when the clocks are back within the limit, never here: a SUCCESS
+                  -- for its date says nothing about clocks
+                  when 'CLOCK_SKEW' then false
                   else exists (
                       select 1 from task_execution e
                       where e.task_name = a.task_name and e.business_date = a.business_date
@@ -292,6 +296,26 @@ pub async fn find(
         business_date
     )
     .fetch_optional(executor)
+    .await
+}
+
+/// The business dates of the active alerts of `kind` for `task_name`, oldest first.
+pub async fn active_dates(
+    executor: impl sqlx::PgExecutor<'_>,
+    kind: AlertKind,
+    task_name: &str,
+) -> sqlx::Result<Vec<NaiveDate>> {
+    sqlx::query_scalar!(
+        r#"
+        select business_date
+        from alert
+        where kind = $1 and task_name = $2 and state = 'ACTIVE'
+        order by business_date
+        "#,
+        kind.as_str(),
+        task_name
+    )
+    .fetch_all(executor)
     .await
 }
 

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use axum::http::{HeaderMap, StatusCode};
 use chrono::{DateTime, NaiveDate, Utc};
-use finesettle::alerts::{AlertRules, DEFAULT_MAX_MISSED_PER_EVALUATION, DeliveryPolicy, SETTLE_FINES, Webhook};
+use finesettle::alerts::conditions::ClockSkewLimits;
+use finesettle::alerts::{
+    AlertRules, CLOCK_MEASUREMENT_STALE_AFTER, DEFAULT_MAX_MISSED_PER_EVALUATION, DeliveryPolicy, SETTLE_FINES, Webhook,
+};
 use finesettle::schedule::CronSchedule;
 use serde_json::Value;
 use sqlx::PgPool;
@@ -19,7 +22,8 @@ pub fn instant(text: &str) -> DateTime<Utc> {
     text.parse().expect("an RFC 3339 instant")
 }
 
-/// `settle-fines` at 02:00 UTC (so slots are easy to read), 30m timeout, 60m grace.
+/// `settle-fines` at 02:00 UTC (so slots are easy to read), 30m timeout, 60m grace, clocks within
+/// 5 s, measurements stale after three minutes.
 pub fn rules(webhook_enabled: bool) -> AlertRules {
     AlertRules {
         task_name: SETTLE_FINES.to_owned(),
@@ -28,6 +32,10 @@ pub fn rules(webhook_enabled: bool) -> AlertRules {
         missed_grace: Duration::from_secs(60 * 60),
         settle_start_date: None,
         max_missed_per_evaluation: DEFAULT_MAX_MISSED_PER_EVALUATION,
+        clock_skew: ClockSkewLimits {
+            max_skew: Duration::from_secs(5),
+            stale_after: CLOCK_MEASUREMENT_STALE_AFTER,
+        },
         webhook_enabled,
     }
 }

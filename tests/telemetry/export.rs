@@ -199,7 +199,11 @@ async fn emit_a_settlement_and_http_traffic() {
     let app = spawn_app().await;
     // The probe measures once at start, then every minute; stopping it right away leaves one.
     let stop = CancellationToken::new();
-    let probe = telemetry::spawn_clock_skew_probe(app.job.database_time().clone(), stop.clone());
+    let probe = telemetry::spawn_clock_skew_probe(
+        app.job.database_time().clone(),
+        app.settings.instance_id.clone(),
+        stop.clone(),
+    );
     stop.cancel();
     probe.await.unwrap();
 
