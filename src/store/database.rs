@@ -27,11 +27,11 @@ pub async fn connect(database_url: &str, max_connections: u32) -> anyhow::Result
     Ok(pool)
 }
 
-/// Brings the schema up to date. Safe to run from several replicas at once: sqlx takes an
-/// advisory lock around the migrations.
+/// Brings the schema up to date, after checking that this release can serve it (a newer
+/// release's expansion is fine, its contract step is not: see [`super::schema`]). Safe to run
+/// from several replicas at once: sqlx takes an advisory lock around the migrations.
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
-    MIGRATOR.run(pool).await?;
-    Ok(())
+    super::schema::guard_and_migrate(pool, &MIGRATOR).await
 }
 
 async fn create_database_if_missing(options: &PgConnectOptions) -> anyhow::Result<()> {

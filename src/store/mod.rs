@@ -17,6 +17,7 @@ pub mod ledger;
 pub mod loans;
 pub mod members;
 pub mod notifications;
+pub mod schema;
 pub mod start_date;
 
 /// A validated page request: the rows after id `after`, at most `limit` of them.
