@@ -11,15 +11,58 @@
 //!
 //! sqlx's own check (every applied migration must be known) refuses any newer schema, whatever
 //! the change was, so the migrator runs with `ignore_missing` and this guard decides instead.
+//!
+//! A contract migration is one whose file is named `<version>_contract_<what>.sql`: every command
+//! leaves it out ([`Step::Expand`]) except `finesettle migrate --contract` ([`Step::Contract`]).
 
 use std::collections::BTreeSet;
+use std::sync::OnceLock;
 
 use semver::Version;
 use sqlx::PgPool;
-use sqlx::migrate::Migrator;
+use sqlx::migrate::{Migration, Migrator};
+
+use super::database::MIGRATOR;
 
 /// This release, as `Cargo.toml` names it.
 pub const RELEASE: &str = env!("CARGO_PKG_VERSION");
+
+/// Which migrations a command applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Expand migrations only: `serve` and every other command, while a roll may be under way.
+    Expand,
+    /// Contract migrations too: `finesettle migrate --contract`, once every replica runs this
+    /// release.
+    Contract,
+}
+
+/// Whether `migration` is a contract migration (`<version>_contract_<what>.sql`).
+pub fn is_contract(migration: &Migration) -> bool {
+    migration.description.starts_with("contract ")
+}
+
+/// The schema this release brings and runs against: its newest expand migration. It brings an
+/// older database up to it at start, and serves a newer one unless a contract step forbids.
+pub fn schema() -> i64 {
+    schema_of(&MIGRATOR)
+}
+
+/// The newest expand migration of `migrator` (0 when it has none).
+pub fn schema_of(migrator: &Migrator) -> i64 {
+    migrator
+        .iter()
+        .filter(|m| !is_contract(m))
+        .map(|m| m.version)
+        .max()
+        .unwrap_or(0)
+}
+
+/// `0.2.0 (schema 20261205000050)`: what `finesettle --version` prints after the name.
+pub fn version_line() -> &'static str {
+    static LINE: OnceLock<String> = OnceLock::new();
+    LINE.get_or_init(|| format!("{RELEASE} (schema {})", schema()))
+}
 
 /// Why a release refused a database.
 #[derive(Debug, thiserror::Error)]
@@ -105,9 +148,9 @@ pub fn check(release: &str, found: &Found) -> Result<(), SchemaError> {
     }
 }
 
-/// Refuses a schema this release cannot serve, then applies this release's migrations that are
-/// missing, leaving a newer release's alone.
-pub async fn guard_and_migrate(pool: &PgPool, migrator: &Migrator) -> anyhow::Result<()> {
+/// Refuses a schema this release cannot serve, then applies this release's migrations of `step`
+/// that are missing, leaving a newer release's alone.
+pub async fn guard_and_migrate(pool: &PgPool, migrator: &Migrator, step: Step) -> anyhow::Result<()> {
     let found = inspect(pool, migrator).await?;
     check(RELEASE, &found)?;
     if !found.unknown.is_empty() {
@@ -118,7 +161,11 @@ pub async fn guard_and_migrate(pool: &PgPool, migrator: &Migrator) -> anyhow::Re
             "this database has migrations of a newer release (an expansion); serving on"
         );
     }
-    let migrations = migrator.iter().cloned().collect();
+    let migrations = migrator
+        .iter()
+        .filter(|m| step == Step::Contract || !is_contract(m))
+        .cloned()
+        .collect();
     let mut tolerant = Migrator::with_migrations(migrations);
     tolerant.set_ignore_missing(true);
     tolerant.run(pool).await?;

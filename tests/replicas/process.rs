@@ -32,7 +32,12 @@ impl Finesettle {
     /// `finesettle` on `database_url` as replica `instance_id`: HTTP on a port of the system's
     /// choosing, the admin token of the harness, a small connection pool.
     pub fn new(database_url: &str, instance_id: &str) -> Self {
-        let mut command = Command::new(BIN);
+        Self::of(BIN.as_ref(), database_url, instance_id)
+    }
+
+    /// The same with another build of `finesettle`: the previous release, in the upgrade test.
+    pub fn of(binary: &std::path::Path, database_url: &str, instance_id: &str) -> Self {
+        let mut command = Command::new(binary);
         for (name, _) in std::env::vars_os() {
             let name = name.to_string_lossy();
             if CLEARED_PREFIXES.iter().any(|p| name.starts_with(p)) || CLEARED.contains(&name.as_ref()) {

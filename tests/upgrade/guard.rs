@@ -3,8 +3,10 @@
 
 use std::time::Duration;
 
-use finesettle::store::schema::RELEASE;
+use finesettle::store::schema::{self, RELEASE, Step, guard_and_migrate};
 use sqlx::PgPool;
+use sqlx::SqlSafeStr;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
 
 use crate::process::Finesettle;
 use crate::seed::migrated_db;
@@ -92,5 +94,64 @@ async fn a_release_refuses_migrations_it_does_not_know_when_nothing_says_who_can
     assert!(
         message.contains(&format!("finesettle {RELEASE} does not know the migrations [{NEWER_MIGRATION}]")),
         "{message}"
+    );
+}
+
+#[tokio::test]
+async fn version_names_the_release_and_the_schema_it_brings() {
+    let (database, pool) = migrated_db().await;
+    let printed = Finesettle::new(database.url(), "operator")
+        .run(&["--version"], Duration::from_secs(30))
+        .await;
+    printed.assert_success();
+    let applied: i64 = sqlx::query_scalar("select max(version) from _sqlx_migrations")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(printed.stdout.trim(), format!("finesettle {RELEASE} (schema {applied})"));
+}
+
+/// A contract migration waits for `finesettle migrate --contract`: `serve`, plain `migrate` and
+/// every other command leave it out, so the previous release keeps its schema through the roll.
+/// Once applied, it names the oldest release that can serve the schema, and an older one is
+/// refused.
+#[tokio::test]
+async fn a_contract_migration_waits_for_the_contract_step() {
+    let (_database, pool) = migrated_db().await;
+    let contract = Migration::new(
+        NEWER_MIGRATION,
+        "contract drop what the previous release read".into(),
+        MigrationType::Simple,
+        sqlx::AssertSqlSafe(format!(
+            "alter table book drop column isbn; update schema_compat set oldest_release = '{RELEASE}'"
+        ))
+        .into_sql_str(),
+        false,
+    );
+    let mut migrations: Vec<Migration> = finesettle::store::database::MIGRATOR.iter().cloned().collect();
+    migrations.push(contract);
+    let migrator = Migrator::with_migrations(migrations);
+    let applied = async || -> Vec<i64> {
+        sqlx::query_scalar("select version from _sqlx_migrations where version = $1")
+            .bind(NEWER_MIGRATION)
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+    };
+
+    guard_and_migrate(&pool, &migrator, Step::Expand).await.unwrap();
+    assert!(applied().await.is_empty(), "an expand step applied a contract migration");
+    assert_eq!(schema::schema_of(&migrator), schema::schema());
+
+    guard_and_migrate(&pool, &migrator, Step::Contract).await.unwrap();
+    assert_eq!(applied().await, [NEWER_MIGRATION]);
+    let found = schema::inspect(&pool, &migrator).await.unwrap();
+    schema::check(RELEASE, &found).expect("the release that contracted serves on");
+    let refused = schema::check("0.1.1", &found).expect_err("the previous release is refused");
+    assert!(
+        refused
+            .to_string()
+            .starts_with(&format!("finesettle 0.1.1 cannot serve this database: its schema ({NEWER_MIGRATION}) needs finesettle {RELEASE} or newer")),
+        "{refused}"
     );
 }

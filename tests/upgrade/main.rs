@@ -1,5 +1,6 @@
 //! Rolling upgrades (issue 20): the schema guard that lets a release serve a newer release's
-//! expansion and refuse its contract step.
+//! expansion and refuse its contract step, and a mixed fleet of the previous release and this
+//! one through a roll and a rollback (`fleet`, which needs the previous release built).
 //!
 //! The replica suite's process harness, seed data, slow dates and checks are shared rather than
 //! copied; not every helper of theirs is used here.
@@ -26,5 +27,9 @@ mod process;
 #[path = "../replicas/seed.rs"]
 #[allow(dead_code)]
 mod seed;
+#[path = "../replicas/slow.rs"]
+#[allow(dead_code)]
+mod slow;
 
+mod fleet;
 mod guard;
