@@ -74,11 +74,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             } else {
                 store::database::migrate(&pool).await?;
             }
-            tracing::info!(
-                release = store::schema::RELEASE,
-                contract,
-                "migrations applied"
-            );
+            tracing::info!(release = store::schema::RELEASE, contract, "migrations applied");
             Ok(())
         }
         Command::Settle { date } => settle::settle_range(Settings::from_env()?, date, date).await,

@@ -99,6 +99,23 @@ async fn replica(start: NaiveDate, customize: impl FnOnce(&mut finesettle::confi
     .await
 }
 
+/// [`fire_until_run`] of a cron fire for `slot` settling through `to`, which gives up at
+/// `next_slot`; `Err` when it took longer than `within`.
+async fn cron_fire_within(
+    app: &TestApp,
+    slot: DateTime<Utc>,
+    to: NaiveDate,
+    next_slot: DateTime<Utc>,
+    within: Duration,
+) -> Result<Result<finesettle::jobs::RunReport, Refused>, tokio::time::error::Elapsed> {
+    let plan = Plan::CatchUp { target: to };
+    tokio::time::timeout(
+        within,
+        fire_until_run(&app.job, Trigger::Cron, slot, plan, Some(next_slot)),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn a_held_fire_tries_again_when_the_lease_it_met_ends() {
     let (from, to) = (ymd(2026, 3, 27), ymd(2026, 3, 31));
@@ -137,18 +154,9 @@ async fn a_held_fire_leaves_it_to_the_next_slot_when_the_lease_outlasts_it() {
     let slot = slot_for(to);
     let next_slot = finesettle::store::clock::now(&app.pool).await.unwrap() + chrono::Duration::seconds(2);
 
-    let fired = tokio::time::timeout(
-        Duration::from_secs(30),
-        fire_until_run(
-            &app.job,
-            Trigger::Cron,
-            slot,
-            Plan::CatchUp { target: to },
-            Some(next_slot),
-        ),
-    )
-    .await
-    .expect("the fire does not wait past the next slot");
+    let fired = cron_fire_within(&app, slot, to, next_slot, Duration::from_secs(30))
+        .await
+        .expect("the fire does not wait past the next slot");
     assert!(
         matches!(fired, Err(Refused::Held { ref holder, .. }) if holder == OPERATOR),
         "{fired:?}"
@@ -175,19 +183,10 @@ async fn a_fire_that_finds_this_process_busy_is_recorded_busy_and_dropped() {
         .await
         .expect("the operator's run starts");
 
-    let slot = slot_for(to);
-    let fired = tokio::time::timeout(
-        Duration::from_secs(1),
-        fire_until_run(
-            &app.job,
-            Trigger::Cron,
-            slot,
-            Plan::CatchUp { target: to },
-            Some(now + chrono::Duration::minutes(5)),
-        ),
-    )
-    .await
-    .expect("a busy fire does not wait for the running one");
+    let next_slot = now + chrono::Duration::minutes(5);
+    let fired = cron_fire_within(&app, slot_for(to), to, next_slot, Duration::from_secs(1))
+        .await
+        .expect("a busy fire does not wait for the running one");
     assert!(matches!(fired, Err(Refused::Busy)), "{fired:?}");
 
     let report = running.wait().await;

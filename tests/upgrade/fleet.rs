@@ -257,9 +257,14 @@ impl Client {
                 .json(&json!({ "amount_cents": 100 }))
         };
         let paid = self.send(second, "keyed POST /payments", payment(second), true).await;
-        let again = self.send(first, "keyed POST /payments (retry)", payment(first), true).await;
+        let again = self
+            .send(first, "keyed POST /payments (retry)", payment(first), true)
+            .await;
         if paid.is_some() && again != paid {
-            self.wrong(first, format!("retry of payment-{n} answered {again:?}, first {paid:?}"));
+            self.wrong(
+                first,
+                format!("retry of payment-{n} answered {again:?}, first {paid:?}"),
+            );
         }
         for path in [
             format!("/api/v1/members/{}", self.member_id),
@@ -400,7 +405,7 @@ async fn a_rolling_upgrade_and_a_rollback_keep_every_date_once_and_answer_no_5xx
     // 1. The previous release walks the dates.
     let a = fleet.start("a", Release::Previous).await;
     let b = fleet.start("b", Release::Previous).await;
-    wait_settled_by(&pool, Release::Previous, 0, 2).await;
+    wait_settled_by(&pool, Release::Previous, 0, 3).await;
     phase("previous release only", &mut phase_start);
 
     // 2. A replica of this release starts, and migrates, mid-walk.
@@ -411,16 +416,16 @@ async fn a_rolling_upgrade_and_a_rollback_keep_every_date_once_and_answer_no_5xx
         .fetch_one(&pool)
         .await
         .expect("this release's expansion is applied");
-    tally.wait_keyed(&[&a, &b], migrated, 6).await;
-    wait_settled_by(&pool, Release::Previous, after_migration, 1).await;
+    // Both releases settle dates under the one lock, and the previous one answers keyed requests
+    // on the migrated schema.
+    tally.wait_keyed(&[&a, &b], migrated, 20).await;
+    wait_settled_by(&pool, Release::Previous, after_migration, 2).await;
+    wait_settled_by(&pool, Release::This, after_migration, 1).await;
     phase("mixed: this release migrated", &mut phase_start);
 
     // 3. A replica of the previous release restarts mid-roll, and comes back.
     let b = fleet.replace(&b, Release::Previous).await;
-    fleet
-        .replica(&b)
-        .log_line(SERVING_NEWER, Duration::from_secs(10))
-        .await;
+    fleet.replica(&b).log_line(SERVING_NEWER, Duration::from_secs(10)).await;
     tally.wait_keyed(&[&b], Instant::now(), 4).await;
     phase("previous release restarted mid-roll", &mut phase_start);
 
@@ -429,13 +434,13 @@ async fn a_rolling_upgrade_and_a_rollback_keep_every_date_once_and_answer_no_5xx
     let b = fleet.replace(&b, Release::This).await;
     let rolled = last_execution(&pool).await;
     tally.wait_keyed(&[&a, &b, &c], Instant::now(), 2).await;
-    wait_settled_by(&pool, Release::This, rolled, 1).await;
+    wait_settled_by(&pool, Release::This, rolled, 4).await;
     phase("this release only", &mut phase_start);
 
     // 5. The rollback, with no restore: every replica back to the previous release.
     let rolled_back = last_execution(&pool).await;
-    let left_at_rollback = days(start_date, today.pred_opt().unwrap()).len()
-        - crate::checks::successes_by_date(&pool).await.len();
+    let left_at_rollback =
+        days(start_date, today.pred_opt().unwrap()).len() - crate::checks::successes_by_date(&pool).await.len();
     let mut previous_again = Vec::new();
     for instance in [a, b, c] {
         previous_again.push(fleet.replace(&instance, Release::Previous).await);
@@ -515,12 +520,20 @@ async fn a_rolling_upgrade_and_a_rollback_keep_every_date_once_and_answer_no_5xx
         entry.1 += usize::from(answer.keyed);
         entry.2 += usize::from(answer.status >= 500);
     }
-    println!("upgrade test: {} dates from {start_date} to {settled_through}", dates.len());
+    println!(
+        "upgrade test: {} dates from {start_date} to {settled_through}",
+        dates.len()
+    );
     println!("  schema_compat.oldest_release after this release migrated: {oldest}");
     println!(
-        "  dates settled by the previous release after the migration (before the roll): {}",
+        "  dates settled while both releases ran: {} by the previous release, {} by this one",
         settled_by(&pool, Release::Previous, after_migration).await
-            - settled_by(&pool, Release::Previous, rolled).await
+            - settled_by(&pool, Release::Previous, rolled).await,
+        settled_by(&pool, Release::This, after_migration).await - settled_by(&pool, Release::This, rolled).await
+    );
+    println!(
+        "  dates settled by this release alone: {}",
+        settled_by(&pool, Release::This, rolled).await - settled_by(&pool, Release::This, rolled_back).await
     );
     println!(
         "  dates left at the rollback: {left_at_rollback}, settled by the previous release after it: {}",
@@ -536,7 +549,11 @@ async fn a_rolling_upgrade_and_a_rollback_keep_every_date_once_and_answer_no_5xx
     let wrong: Vec<String> = record
         .answers
         .iter()
-        .filter_map(|a| a.wrong.as_ref().map(|w| format!("{} ({:?}): {w} [{}]", a.instance, a.release, a.what)))
+        .filter_map(|a| {
+            a.wrong
+                .as_ref()
+                .map(|w| format!("{} ({:?}): {w} [{}]", a.instance, a.release, a.what))
+        })
         .collect();
     assert!(wrong.is_empty(), "wrong answers:\n{}", wrong.join("\n"));
     assert!(by_release.len() == 2, "both releases answered: {:?}", by_release.keys());

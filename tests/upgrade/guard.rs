@@ -92,7 +92,9 @@ async fn a_release_refuses_migrations_it_does_not_know_when_nothing_says_who_can
         .expect_err("unknown migrations without a record are refused");
     let message = format!("{error:#}");
     assert!(
-        message.contains(&format!("finesettle {RELEASE} does not know the migrations [{NEWER_MIGRATION}]")),
+        message.contains(&format!(
+            "finesettle {RELEASE} does not know the migrations [{NEWER_MIGRATION}]"
+        )),
         "{message}"
     );
 }
@@ -108,7 +110,10 @@ async fn version_names_the_release_and_the_schema_it_brings() {
         .fetch_one(&pool)
         .await
         .unwrap();
-    assert_eq!(printed.stdout.trim(), format!("finesettle {RELEASE} (schema {applied})"));
+    assert_eq!(
+        printed.stdout.trim(),
+        format!("finesettle {RELEASE} (schema {applied})")
+    );
 }
 
 /// A contract migration waits for `finesettle migrate --contract`: `serve`, plain `migrate` and
@@ -140,7 +145,10 @@ async fn a_contract_migration_waits_for_the_contract_step() {
     };
 
     guard_and_migrate(&pool, &migrator, Step::Expand).await.unwrap();
-    assert!(applied().await.is_empty(), "an expand step applied a contract migration");
+    assert!(
+        applied().await.is_empty(),
+        "an expand step applied a contract migration"
+    );
     assert_eq!(schema::schema_of(&migrator), schema::schema());
 
     guard_and_migrate(&pool, &migrator, Step::Contract).await.unwrap();
