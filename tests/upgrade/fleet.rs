@@ -311,9 +311,31 @@ impl Tally {
             .count()
     }
 
+    /// Panics at the first wrong answer of either release, naming them all: a wait for answers
+    /// that never come right would only say that it timed out.
+    fn assert_none_wrong(&self) {
+        let record = self.0.lock().unwrap();
+        let wrong: Vec<String> = record
+            .answers
+            .iter()
+            .filter_map(|a| {
+                let wrong = a.wrong.as_ref()?;
+                Some(format!("{} ({:?}): {wrong} [{}]", a.instance, a.release, a.what))
+            })
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "{} wrong answers of {}:\n{}",
+            wrong.len(),
+            record.answers.len(),
+            wrong.join("\n")
+        );
+    }
+
     async fn wait_keyed(&self, instances: &[&str], since: Instant, at_least: usize) {
         let what = format!("{at_least} keyed answers from each of {instances:?}");
         poll_until(&what, WITHIN, async || {
+            self.assert_none_wrong();
             instances
                 .iter()
                 .all(|i| self.keyed_by(i, since) >= at_least)
@@ -546,15 +568,7 @@ async fn a_rolling_upgrade_and_a_rollback_keep_every_date_once_and_answer_no_5xx
         println!("  {name}: {:.1} s", took.as_secs_f64());
     }
     println!("  total: {:.1} s", begun.elapsed().as_secs_f64());
-    let wrong: Vec<String> = record
-        .answers
-        .iter()
-        .filter_map(|a| {
-            a.wrong
-                .as_ref()
-                .map(|w| format!("{} ({:?}): {w} [{}]", a.instance, a.release, a.what))
-        })
-        .collect();
-    assert!(wrong.is_empty(), "wrong answers:\n{}", wrong.join("\n"));
+    drop(record);
+    tally.assert_none_wrong();
     assert!(by_release.len() == 2, "both releases answered: {:?}", by_release.keys());
 }
