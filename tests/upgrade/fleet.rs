@@ -534,9 +534,8 @@ async fn a_rolling_upgrade_and_a_rollback_keep_every_date_once_and_answer_no_5xx
     );
 
     // The figures, and no wrong answer from either release.
-    let record = record.lock().unwrap();
     let mut by_release: BTreeMap<Release, (usize, usize, usize)> = BTreeMap::new();
-    for answer in &record.answers {
+    for answer in &record.lock().unwrap().answers {
         let entry = by_release.entry(answer.release).or_default();
         entry.0 += 1;
         entry.1 += usize::from(answer.keyed);
@@ -568,7 +567,6 @@ async fn a_rolling_upgrade_and_a_rollback_keep_every_date_once_and_answer_no_5xx
         println!("  {name}: {:.1} s", took.as_secs_f64());
     }
     println!("  total: {:.1} s", begun.elapsed().as_secs_f64());
-    drop(record);
     tally.assert_none_wrong();
     assert!(by_release.len() == 2, "both releases answered: {:?}", by_release.keys());
 }
