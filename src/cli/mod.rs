@@ -13,7 +13,7 @@ use crate::{http, store};
 /// Loans, overdue fines, and a nightly settlement that runs once across replicas.
 /// Configured by environment variables (see README).
 #[derive(Debug, Parser)]
-#[command(name = "finesettle", version)]
+#[command(name = "finesettle", version = store::schema::version_line())]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -23,8 +23,14 @@ pub struct Cli {
 pub enum Command {
     /// Serve the HTTP API and run the scheduler (runs migrations first).
     Serve,
-    /// Create the database if missing and apply the migrations.
-    Migrate,
+    /// Create the database if missing and apply the migrations (expand only, as `serve` does).
+    Migrate {
+        /// Also apply this release's contract migrations, which remove what the previous release
+        /// relied on: run it once every replica runs this release. The previous release then
+        /// refuses the database, so a rollback needs a restore.
+        #[arg(long)]
+        contract: bool,
+    },
     /// Settle one business date now, through the job's lock, fencing and records.
     Settle {
         /// The business date, YYYY-MM-DD.
@@ -60,11 +66,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", http::openapi::document().to_pretty_json()?);
             Ok(())
         }
-        Command::Migrate => {
+        Command::Migrate { contract } => {
             let settings = Settings::from_env()?;
             let pool = store::database::connect(&settings.database_url, 2).await?;
-            store::database::migrate(&pool).await?;
-            tracing::info!("migrations applied");
+            if contract {
+                store::database::migrate_contract(&pool).await?;
+            } else {
+                store::database::migrate(&pool).await?;
+            }
+            tracing::info!(release = store::schema::RELEASE, contract, "migrations applied");
             Ok(())
         }
         Command::Settle { date } => settle::settle_range(Settings::from_env()?, date, date).await,

@@ -14,9 +14,14 @@ pub fn routes() -> Router<AppState> {
         .route("/readyz", get(readyz))
 }
 
-/// The process is up and serving.
+/// The process is up and serving, and which release and schema it is (during a roll, replicas
+/// of two releases answer side by side).
 async fn healthz() -> axum::Json<Value> {
-    axum::Json(json!({ "status": "ok" }))
+    axum::Json(json!({
+        "status": "ok",
+        "version": crate::store::schema::RELEASE,
+        "schema": crate::store::schema::schema(),
+    }))
 }
 
 /// The process can do its work: the database answers (and Redis, when configured).

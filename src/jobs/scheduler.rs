@@ -64,8 +64,13 @@ impl Scheduler {
 /// passes:
 /// - **held** by another holder: when the lease it met ends (its `locked_until` by the database
 ///   clock, plus [`HELD_RETRY_MARGIN`]);
-/// - **busy** (this process still runs an earlier fire): when that fire ends;
 /// - **unavailable** (lock store or database): after a backoff from 1 s doubling to 60 s.
+///
+/// A **busy** fire (this process still runs an earlier one) is dropped, as contract §2.2 says:
+/// the other replicas' fires of the slot met this process's lock and try again when its lease
+/// ends, and the next slot's fire here catches up whatever is left. Retrying it the moment the
+/// running fire ends would win the lock again before them, so a replica whose fires outlast the
+/// cron's period would keep the job to itself.
 ///
 /// Every try goes through [`SettleJob::fire`], so the attempt timeline shows each one (HELD,
 /// then WON or NOTHING_TO_DO). Gives up at `until` (the next slot, whose own fire takes over;
@@ -86,13 +91,14 @@ pub async fn fire_until_run(
         };
         let wait = match &refused {
             Refused::Held { locked_until, .. } => match store::clock::now(job.pool()).await {
-                Ok(now) => Wait::For((*locked_until - now).to_std().unwrap_or_default() + HELD_RETRY_MARGIN),
+                Ok(now) => (*locked_until - now).to_std().unwrap_or_default() + HELD_RETRY_MARGIN,
                 // The lock answered but the clock did not: the database is failing; back off.
-                Err(_) => Wait::For(backoff(&mut unavailable_wait)),
+                Err(_) => backoff(&mut unavailable_wait),
             },
-            Refused::Unavailable(_) => Wait::For(backoff(&mut unavailable_wait)),
-            Refused::Busy(_) => Wait::Idle,
-            Refused::NothingToDo | Refused::BeforeStart(_) | Refused::ShuttingDown => return Err(refused),
+            Refused::Unavailable(_) => backoff(&mut unavailable_wait),
+            Refused::Busy(_) | Refused::NothingToDo | Refused::BeforeStart(_) | Refused::ShuttingDown => {
+                return Err(refused);
+            }
         };
         // Time left before the next slot (none: no next slot, try until shutdown), by the clock
         // the ticker's slots are awaited on.
@@ -102,9 +108,7 @@ pub async fn fire_until_run(
             // The next slot is already here: its fire takes over.
             Some(Err(_)) => return Err(refused),
         };
-        if let (Wait::For(wait), Some(left)) = (&wait, left)
-            && *wait >= left
-        {
+        if left.is_some_and(|left| wait >= left) {
             tracing::info!(
                 job.task_name = job.task_name(),
                 job.trigger = trigger.as_str(),
@@ -119,36 +123,13 @@ pub async fn fire_until_run(
             job.trigger = trigger.as_str(),
             %slot,
             reason = %refused,
-            retry_in_ms = wait.millis(),
+            retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
             "fire refused; trying again"
         );
-        let waited = async {
-            match wait {
-                Wait::For(wait) => tokio::time::sleep(wait).await,
-                Wait::Idle => job.idle().await,
-            }
-        };
         tokio::select! {
             () = job.shutting_down() => return Err(Refused::ShuttingDown),
             () = sleep_at_most(left.unwrap_or(Duration::MAX)) => return Err(refused),
-            () = waited => {}
-        }
-    }
-}
-
-/// How long a refused fire waits before its next try.
-enum Wait {
-    For(Duration),
-    /// Until this process's running fire ends.
-    Idle,
-}
-
-impl Wait {
-    /// For the log: `None` when the wait is for this process's fire.
-    fn millis(&self) -> Option<u64> {
-        match self {
-            Wait::For(wait) => Some(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
-            Wait::Idle => None,
+            () = tokio::time::sleep(wait) => {}
         }
     }
 }

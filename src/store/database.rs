@@ -7,6 +7,8 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
 use tracing::log::LevelFilter;
 
+use super::schema::Step;
+
 /// The migrations under `migrations/`, embedded in the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -27,11 +29,18 @@ pub async fn connect(database_url: &str, max_connections: u32) -> anyhow::Result
     Ok(pool)
 }
 
-/// Brings the schema up to date. Safe to run from several replicas at once: sqlx takes an
-/// advisory lock around the migrations.
+/// Brings the schema up to date, after checking that this release can serve it (a newer
+/// release's expansion is fine, its contract step is not: see [`super::schema`]). Safe to run
+/// from several replicas at once: sqlx takes an advisory lock around the migrations.
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
-    MIGRATOR.run(pool).await?;
-    Ok(())
+    super::schema::guard_and_migrate(pool, &MIGRATOR, Step::Expand).await
+}
+
+/// [`migrate`], then this release's contract migrations: what the previous release relied on is
+/// removed, and it can no longer serve the database. Only `finesettle migrate --contract` runs
+/// it, once every replica runs this release.
+pub async fn migrate_contract(pool: &PgPool) -> anyhow::Result<()> {
+    super::schema::guard_and_migrate(pool, &MIGRATOR, Step::Contract).await
 }
 
 async fn create_database_if_missing(options: &PgConnectOptions) -> anyhow::Result<()> {

@@ -18,6 +18,7 @@ pub mod loans;
 pub mod members;
 pub mod notifications;
 pub mod replica_clocks;
+pub mod schema;
 pub mod start_date;
 
 /// A validated page request: the rows after id `after`, at most `limit` of them.

@@ -99,6 +99,23 @@ async fn replica(start: NaiveDate, customize: impl FnOnce(&mut finesettle::confi
     .await
 }
 
+/// [`fire_until_run`] of a cron fire for `slot` settling through `to`, which gives up at
+/// `next_slot`; `Err` when it took longer than `within`.
+async fn cron_fire_within(
+    app: &TestApp,
+    slot: DateTime<Utc>,
+    to: NaiveDate,
+    next_slot: DateTime<Utc>,
+    within: Duration,
+) -> Result<Result<finesettle::jobs::RunReport, Refused>, tokio::time::error::Elapsed> {
+    let plan = Plan::CatchUp { target: to };
+    tokio::time::timeout(
+        within,
+        fire_until_run(&app.job, Trigger::Cron, slot, plan, Some(next_slot)),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn a_held_fire_tries_again_when_the_lease_it_met_ends() {
     let (from, to) = (ymd(2026, 3, 27), ymd(2026, 3, 31));
@@ -137,18 +154,9 @@ async fn a_held_fire_leaves_it_to_the_next_slot_when_the_lease_outlasts_it() {
     let slot = slot_for(to);
     let next_slot = finesettle::store::clock::now(&app.pool).await.unwrap() + chrono::Duration::seconds(2);
 
-    let fired = tokio::time::timeout(
-        Duration::from_secs(30),
-        fire_until_run(
-            &app.job,
-            Trigger::Cron,
-            slot,
-            Plan::CatchUp { target: to },
-            Some(next_slot),
-        ),
-    )
-    .await
-    .expect("the fire does not wait past the next slot");
+    let fired = cron_fire_within(&app, slot, to, next_slot, Duration::from_secs(30))
+        .await
+        .expect("the fire does not wait past the next slot");
     assert!(
         matches!(fired, Err(Refused::Held { ref holder, .. }) if holder == OPERATOR),
         "{fired:?}"
@@ -156,6 +164,44 @@ async fn a_held_fire_leaves_it_to_the_next_slot_when_the_lease_outlasts_it() {
     let seen: Vec<String> = attempts(&app.pool).await.into_iter().map(|a| a.outcome).collect();
     assert_eq!(seen, ["HELD"]);
     assert!(executions(&app.pool).await.is_empty());
+}
+
+/// Contract §2.2: a fire that arrives while this process still runs the previous one is
+/// recorded BUSY and dropped, not queued. The other replicas' fires of the slot met this
+/// process's lock and try again when its lease ends; a retry here would win the lock again the
+/// moment its own run released it, so a slow replica would keep the job to itself.
+#[tokio::test]
+async fn a_fire_that_finds_this_process_busy_is_recorded_busy_and_dropped() {
+    let (from, to) = (ymd(2026, 3, 27), ymd(2026, 3, 31));
+    let app = replica(from, |_| {}).await;
+    seed(&app.pool, &fixed_loans(115)).await;
+    crate::slow::slow_dates(&app.pool, Duration::from_secs(2)).await;
+    let now = finesettle::store::clock::now(&app.pool).await.unwrap();
+    let running = app
+        .job
+        .start(Trigger::Manual, now, Plan::Dates(vec![from]))
+        .await
+        .expect("the operator's run starts");
+
+    let next_slot = now + chrono::Duration::minutes(5);
+    let fired = cron_fire_within(&app, slot_for(to), to, next_slot, Duration::from_secs(1))
+        .await
+        .expect("a busy fire does not wait for the running one");
+    assert!(matches!(fired, Err(Refused::Busy(_))), "{fired:?}");
+
+    let report = running.wait().await;
+    assert_eq!(report.walk.succeeded(), 1, "{report:?}");
+    let seen: Vec<(String, String)> = attempts(&app.pool)
+        .await
+        .into_iter()
+        .map(|a| (a.trigger, a.outcome))
+        .collect();
+    assert_eq!(
+        seen,
+        [("manual".into(), "WON".into()), ("cron".into(), "BUSY".into())],
+        "the busy fire was not tried again"
+    );
+    assert_eq!(successes_by_date(&app.pool).await.len(), 1);
 }
 
 #[tokio::test]

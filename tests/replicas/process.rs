@@ -32,7 +32,7 @@ impl Finesettle {
     /// `finesettle` on `database_url` as replica `instance_id`: HTTP on a port of the system's
     /// choosing, the admin token of the harness, a small connection pool.
     pub fn new(database_url: &str, instance_id: &str) -> Self {
-        Self::with_command(Command::new(BIN), database_url, instance_id)
+        Self::of(BIN.as_ref(), database_url, instance_id)
     }
 
     /// [`Finesettle::new`] run by Debian's `faketime` with its clock at `offset` (`+3h`, `-1d`):
@@ -45,6 +45,11 @@ impl Finesettle {
             .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
             .env("DONT_FAKE_MONOTONIC", "1");
         Self::with_command(command, database_url, instance_id)
+    }
+
+    /// The same with another build of `finesettle`: the previous release, in the upgrade test.
+    pub fn of(binary: &std::path::Path, database_url: &str, instance_id: &str) -> Self {
+        Self::with_command(Command::new(binary), database_url, instance_id)
     }
 
     fn with_command(mut command: Command, database_url: &str, instance_id: &str) -> Self {
