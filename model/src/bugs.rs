@@ -19,6 +19,9 @@ pub enum Bug {
     PlannerTrustsTheReplicaClock,
     /// No unique index on SUCCESS per date: the database accepts a second SUCCESS.
     NoUniqueSuccess,
+    /// A lock store that loses its data restarts its fencing counter, instead of numbering the
+    /// next acquisition above the token published to PostgreSQL.
+    CounterRestartsAfterLoss,
 }
 
 /// A set of [`Bug`]s; empty for the protocol as it is meant to be.

@@ -27,6 +27,7 @@ pub const NO_STALE_COMMIT: &str = "no commit by a fencing token that was no long
 pub const NOT_BEFORE_ITS_END: &str = "no date settled before it ended by the database's clock";
 pub const TOKENS_NEVER_GO_BACK: &str = "fencing tokens never go backwards";
 pub const LEASE_BELIEF: &str = "a replica believes it holds the lease only while the lock store grants it";
+pub const STOPS_WHEN_LOST: &str = "a holder whose renewal was refused starts no further date";
 pub const EVERY_DATE_SETTLED: &str = "once faults stop and a replica stays up, every ended date reaches SUCCESS";
 pub const TAKEOVER: &str = "sometimes the lock passes to another replica while its holder is paused";
 pub const FENCED: &str = "sometimes a stale holder's transaction is fenced";
@@ -42,6 +43,7 @@ pub fn all() -> Vec<Property<Protocol>> {
             w.store.token >= w.history.highest_token
         }),
         Property::always(LEASE_BELIEF, lease_beliefs_hold),
+        Property::always(STOPS_WHEN_LOST, |_, w: &World| !w.history.worked_after_refusal),
         Property::eventually(EVERY_DATE_SETTLED, every_date_settled_or_nobody_stayed_up),
         Property::sometimes(TAKEOVER, |m: &Protocol, w: &World| {
             w.replicas(m.config.replicas).any(|(r, replica)| {
@@ -63,11 +65,14 @@ pub fn all() -> Vec<Property<Protocol>> {
 }
 
 /// Every replica that believes it holds the lease (by its keeper's deadline) holds the store's
-/// current lease, and the store keeps it at least as long as the replica believes.
+/// current lease, and the store keeps it at least as long as the replica believes. A lease the
+/// store lost is exempt: its holder cannot know until its next renewal, which
+/// [`STOPS_WHEN_LOST`] holds to account.
 fn lease_beliefs_hold(m: &Protocol, w: &World) -> bool {
     w.replicas(m.config.replicas).all(|(_, replica)| {
         replica.believed_lease(w.now).is_none_or(|lease| {
-            lease.token == w.store.token && lease.deadline <= w.store.locked_until
+            (lease.token == w.store.token && lease.deadline <= w.store.locked_until)
+                || w.history.forgotten & 1 << lease.token != 0
         })
     })
 }

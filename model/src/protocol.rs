@@ -85,6 +85,10 @@ pub enum Action {
     Commit(usize),
     /// The database refuses replica `r`'s date transaction (a fault); the run ends.
     Refuse(usize),
+    /// The lock store loses the lease (a fault: a Redis restart without persistence, a failover
+    /// to a replica that lagged). The lock is free at once; the fencing token survives, since the
+    /// token published to PostgreSQL is the floor of the next one.
+    Forget,
     /// Replica `r` releases its lease (owner-checked, honouring at-least-for).
     Release(usize),
     Pause(usize),
@@ -124,6 +128,8 @@ pub enum Outcome {
     Duplicate { date: u8 },
     /// The database refused the commit; the date is rolled back and recorded FAILED.
     Refused { date: u8 },
+    /// The lock store lost the lease of `token`.
+    Forgot { token: u8 },
     /// The release was accepted by the owner check (`false`: the lease was no longer this one's).
     Released { owned: bool },
     Paused,
@@ -219,6 +225,7 @@ impl Protocol {
             Action::Begin(r) => self.begin(&mut next, r)?,
             Action::Commit(r) => self.commit(&mut next, r)?,
             Action::Refuse(r) => self.refuse(&mut next, r)?,
+            Action::Forget => self.forget(&mut next)?,
             Action::Release(r) => self.release(&mut next, r)?,
             Action::Pause(r) | Action::Resume(r) | Action::Crash(r) | Action::Restart(r) => {
                 self.process(&mut next, action, r)?
@@ -300,6 +307,7 @@ impl Protocol {
             w.now
         };
         let token = w.store.token + 1;
+        assert!(token < 16, "tokens are bits of History::forgotten");
         w.store.token = token;
         w.store.locked_at = counted_from;
         w.store.locked_until = counted_from + self.config.lease;
@@ -312,6 +320,7 @@ impl Protocol {
             deadline: w.now + granted,
             lost: false,
             renewed_at: w.now,
+            refused: false,
         };
         let dates = self.plan(w, target);
         w.replicas[r].job = if dates == 0 {
@@ -357,6 +366,7 @@ impl Protocol {
                 until: w.store.locked_until,
             }
         } else {
+            lease.refused = true;
             if self.has(Bug::RenewalIgnoresItsLoss) {
                 lease.deadline = w.now + self.config.lease;
             } else {
@@ -409,6 +419,7 @@ impl Protocol {
             };
             return Some(Outcome::AlreadySettled { date });
         }
+        w.history.worked_after_refusal |= lease.refused;
         w.replicas[r].job = Job::Working {
             lease,
             dates,
@@ -470,6 +481,21 @@ impl Protocol {
         w.faults_left -= 1;
         w.replicas[r].job = Job::Releasing { token: lease.token };
         Some(Outcome::Refused { date })
+    }
+
+    /// A fault: the lock store loses a live lease; the lock is free from now on.
+    fn forget(&self, w: &mut World) -> Option<Outcome> {
+        if !self.faults_allowed(w) || w.lock_is_free() {
+            return None;
+        }
+        w.faults_left -= 1;
+        w.store.locked_until = w.now;
+        w.history.forgotten |= 1 << w.store.token;
+        let token = w.store.token;
+        if self.has(Bug::CounterRestartsAfterLoss) {
+            w.store.token = 0;
+        }
+        Some(Outcome::Forgot { token })
     }
 
     /// Owner-checked release keeping the lock until `at_least` after it was taken, never longer
@@ -562,7 +588,7 @@ impl Model for Protocol {
     }
 
     fn actions(&self, _w: &World, actions: &mut Vec<Action>) {
-        actions.push(Action::Tick);
+        actions.extend([Action::Tick, Action::Forget]);
         for r in 0..usize::from(self.config.replicas) {
             actions.extend([
                 Action::Fire(r),

@@ -47,6 +47,9 @@ pub fn line(before: &World, action: Action, outcome: Outcome, after: &World) -> 
             who(r),
             if owned { "" } else { " a lease it no longer owns" }
         ),
+        (Action::Forget, Outcome::Forgot { token }) => {
+            format!("t={t} FAULT: the lock store loses the lease of token {token}")
+        }
         (Action::Pause(r), _) => format!("{} FAULT: paused", who(r)),
         (Action::Crash(r), _) => format!("{} FAULT: crashed", who(r)),
         (Action::Resume(r), _) => format!("{} resumes", who(r)),

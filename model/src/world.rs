@@ -66,6 +66,10 @@ pub struct History {
     pub stale_commit: bool,
     /// A date's SUCCESS was committed before the date ended by the database's clock.
     pub settled_early: bool,
+    /// A replica started a date after the lock store had refused to renew its lease.
+    pub worked_after_refusal: bool,
+    /// The tokens whose leases the lock store lost (bit `t` for token `t`).
+    pub forgotten: u16,
 }
 
 /// One replica: a `finesettle serve` process.
@@ -134,6 +138,8 @@ pub struct Held {
     pub lost: bool,
     /// The tick of the keeper's last renewal (it renews at least once a tick).
     pub renewed_at: u8,
+    /// The lock store refused a renewal: the lease is gone, whatever the keeper made of it.
+    pub refused: bool,
 }
 
 impl World {
