@@ -1,9 +1,15 @@
 //! Seeded random walks through the model: what the conformance replay holds the real code to.
 //!
 //! A walk starts from an initial state picked by the seed and takes an enabled step at random
-//! until none is left (or `max_steps`). The generator is SplitMix64, written out here so that a
-//! seed gives the same walk on every machine and every version of every dependency: a failing
-//! seed printed by CI reproduces anywhere.
+//! until none is left (or `max_steps`). A uniform choice would spend the fault budget in the
+//! first ticks, before any lease exists (a crash or a pause is enabled at every step), so a walk
+//! disturbs the world (faults, their ends, operators' runs) only with probability
+//! [`DISTURB_ONE_IN`]⁻¹ per step: faults then fall anywhere in a run, and stale holders, fenced
+//! commits and refused renewals are common.
+//!
+//! The generator is SplitMix64, written out here so that a seed gives the same walk on every
+//! machine and every version of every dependency: a failing seed printed by CI reproduces
+//! anywhere.
 
 use stateright::Model;
 
@@ -19,6 +25,9 @@ pub struct Step {
     pub after: World,
 }
 
+/// A walk takes a disturbance (when one is enabled) once in this many steps.
+pub const DISTURB_ONE_IN: u64 = 4;
+
 /// A random walk of `model` from `seed`, at most `max_steps` long.
 pub fn walk(model: &Protocol, seed: u64, max_steps: usize) -> Vec<Step> {
     let mut rng = SplitMix64(seed);
@@ -29,14 +38,20 @@ pub fn walk(model: &Protocol, seed: u64, max_steps: usize) -> Vec<Step> {
     while steps.len() < max_steps {
         actions.clear();
         model.actions(&world, &mut actions);
-        let enabled: Vec<(Action, World, Outcome)> = actions
+        let (disturbances, protocol): (Vec<_>, Vec<_>) = actions
             .iter()
             .filter_map(|&action| model.step(&world, action).map(|(next, outcome)| (action, next, outcome)))
-            .collect();
-        if enabled.is_empty() {
+            .partition(|&(action, ..)| disturbs(action));
+        let disturb = protocol.is_empty() || rng.next() % DISTURB_ONE_IN == 0;
+        let choices = if disturb && !disturbances.is_empty() {
+            disturbances
+        } else {
+            protocol
+        };
+        if choices.is_empty() {
             break;
         }
-        let (action, after, outcome) = enabled[rng.below(enabled.len())];
+        let (action, after, outcome) = choices[rng.below(choices.len())];
         steps.push(Step {
             before: world,
             action,
@@ -46,6 +61,21 @@ pub fn walk(model: &Protocol, seed: u64, max_steps: usize) -> Vec<Step> {
         world = after;
     }
     steps
+}
+
+/// Whether `action` is a disturbance rather than a step of the protocol: a fault, its end, or an
+/// operator's run.
+fn disturbs(action: Action) -> bool {
+    matches!(
+        action,
+        Action::Pause(_)
+            | Action::Resume(_)
+            | Action::Crash(_)
+            | Action::Restart(_)
+            | Action::Refuse(_)
+            | Action::Forget
+            | Action::Manual(..)
+    )
 }
 
 /// SplitMix64 (Steele, Lea and Flood, 2014): tiny, and fixed forever.

@@ -34,6 +34,7 @@ mod acquire;
 mod backend;
 mod contention;
 mod fence;
+mod conformance;
 mod lease;
 mod redis;
 
