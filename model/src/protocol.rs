@@ -17,7 +17,7 @@ use stateright::{Model, Property};
 
 use crate::bugs::{Bug, Bugs};
 use crate::properties;
-use crate::world::{end_of, Held, Job, Proc, Replica, Trigger, World, MAX_DATES, MAX_REPLICAS};
+use crate::world::{Held, Job, MAX_DATES, MAX_REPLICAS, Proc, Replica, Trigger, World, end_of};
 
 /// The size of the world and its bounds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,35 +118,61 @@ pub enum Action {
 pub enum Outcome {
     Ticked,
     /// An acquisition sent for dates up to `target`.
-    Asked { target: u8 },
+    Asked {
+        target: u8,
+    },
     /// The lock was taken: `token`, lease until `until`, and the planned dates (a bit set).
-    Taken { token: u8, until: u8, dates: u8 },
+    Taken {
+        token: u8,
+        until: u8,
+        dates: u8,
+    },
     /// Someone holds the lock until `until`.
-    Held { until: u8 },
-    Renewed { until: u8 },
+    Held {
+        until: u8,
+    },
+    Renewed {
+        until: u8,
+    },
     /// The store refused the renewal: the lease was taken over or had expired.
     RenewalLost,
     /// The keeper's deadline passed before it could renew; it gives the lease up.
     GaveUp,
     /// A RUNNING record for `date`.
-    Running { date: u8 },
-    AlreadySettled { date: u8 },
+    Running {
+        date: u8,
+    },
+    AlreadySettled {
+        date: u8,
+    },
     /// The fence refused the transaction: the token is no longer current.
     Fenced,
     /// The date has not ended by the database's clock: nothing recorded.
-    NotEnded { date: u8 },
+    NotEnded {
+        date: u8,
+    },
     /// The walk stops: the lease was lost, or no date is left.
     Stopped,
     /// The date's SUCCESS committed.
-    Recorded { date: u8 },
+    Recorded {
+        date: u8,
+    },
     /// The unique SUCCESS index refused the commit.
-    Duplicate { date: u8 },
+    Duplicate {
+        date: u8,
+    },
     /// The database refused the commit; the date is rolled back and recorded FAILED.
-    Refused { date: u8 },
+    Refused {
+        date: u8,
+    },
     /// The lock store lost the lease of `token`.
-    Forgot { token: u8 },
+    Forgot {
+        token: u8,
+    },
     /// The release was accepted by the owner check (`false`: the lease was no longer this one's).
-    Released { owned: bool },
+    Released {
+        owned: bool,
+    },
     Paused,
     Resumed,
     Crashed,
@@ -581,7 +607,10 @@ impl Model for Protocol {
     fn init_states(&self) -> Vec<World> {
         assert!(usize::from(self.config.replicas) <= MAX_REPLICAS, "too many replicas");
         assert!(usize::from(self.config.dates) <= MAX_DATES, "too many dates");
-        assert!(end_of(self.config.dates - 1) <= self.config.end, "a date ends after the world");
+        assert!(
+            end_of(self.config.dates - 1) <= self.config.end,
+            "a date ends after the world"
+        );
         self.config
             .skews
             .iter()

@@ -26,7 +26,10 @@ pub fn line(before: &World, action: Action, outcome: Outcome, after: &World) -> 
                 Action::Manual(..) => Trigger::Manual,
                 _ => Trigger::Cron,
             };
-            format!("{} fires ({trigger:?}), asking the lock for dates through {target}", who(r))
+            format!(
+                "{} fires ({trigger:?}), asking the lock for dates through {target}",
+                who(r)
+            )
         }
         (Action::Answer(r), Outcome::Taken { token, until, dates }) => format!(
             "{} takes the lock: token {token}, lease until t{until}, plans dates {:?}",
@@ -34,7 +37,11 @@ pub fn line(before: &World, action: Action, outcome: Outcome, after: &World) -> 
             bits(dates)
         ),
         (Action::Answer(r), Outcome::Held { until }) => {
-            format!("{} finds the lock held by r{} until t{until}", who(r), before.store.holder)
+            format!(
+                "{} finds the lock held by r{} until t{until}",
+                who(r),
+                before.store.holder
+            )
         }
         (Action::Renew(r), outcome) => format!("{} renews: {outcome:?}", who(r)),
         (Action::Begin(r), outcome) => format!("{} starts its next date: {outcome:?}", who(r)),
@@ -63,7 +70,11 @@ pub fn line(before: &World, action: Action, outcome: Outcome, after: &World) -> 
         store.token,
         store.holder,
         store.locked_until,
-        after.settled.iter().map(|s| s.map_or("-".into(), |token| format!("by {token}"))).collect::<Vec<String>>()
+        after
+            .settled
+            .iter()
+            .map(|s| s.map_or("-".into(), |token| format!("by {token}")))
+            .collect::<Vec<String>>()
     );
     text
 }

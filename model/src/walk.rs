@@ -40,7 +40,11 @@ pub fn walk(model: &Protocol, seed: u64, max_steps: usize) -> Vec<Step> {
         model.actions(&world, &mut actions);
         let (disturbances, protocol): (Vec<_>, Vec<_>) = actions
             .iter()
-            .filter_map(|&action| model.step(&world, action).map(|(next, outcome)| (action, next, outcome)))
+            .filter_map(|&action| {
+                model
+                    .step(&world, action)
+                    .map(|(next, outcome)| (action, next, outcome))
+            })
             .partition(|&(action, ..)| disturbs(action));
         let disturb = protocol.is_empty() || rng.next() % DISTURB_ONE_IN == 0;
         let choices = if disturb && !disturbances.is_empty() {

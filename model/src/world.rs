@@ -113,7 +113,11 @@ pub enum Trigger {
 pub enum Job {
     Idle,
     /// The acquisition is sent (at `asked_at`) and waits for the lock store's answer.
-    Acquiring { asked_at: u8, target: u8, trigger: Trigger },
+    Acquiring {
+        asked_at: u8,
+        target: u8,
+        trigger: Trigger,
+    },
     /// Holding (or believing it holds) the lease of `token`, walking the planned `dates`
     /// (a bit set, oldest first); `current` is the date whose RUNNING record is written and whose
     /// transaction is open, and `since` the tick it started.
@@ -124,7 +128,9 @@ pub enum Job {
         since: u8,
     },
     /// The run is over; the lease of `token` is still to be released.
-    Releasing { token: u8 },
+    Releasing {
+        token: u8,
+    },
 }
 
 /// A replica's view of its lease, kept by its `LeaseKeeper`.

@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 
 use finesettle_model::properties::{
-    EVERY_DATE_SETTLED, LEASE_BELIEF, NO_STALE_COMMIT, NOT_BEFORE_ITS_END, ONE_SUCCESS_PER_DATE,
-    STOPS_WHEN_LOST, TOKENS_NEVER_GO_BACK,
+    EVERY_DATE_SETTLED, LEASE_BELIEF, NO_STALE_COMMIT, NOT_BEFORE_ITS_END, ONE_SUCCESS_PER_DATE, STOPS_WHEN_LOST,
+    TOKENS_NEVER_GO_BACK,
 };
 use finesettle_model::world::end_of;
 use finesettle_model::{Action, Bug, Config, Outcome, Protocol, World, story};
@@ -61,7 +61,9 @@ impl Counterexample {
     }
 
     fn has(&self, wanted: impl Fn(Action, Outcome) -> bool) -> bool {
-        self.steps.iter().any(|&(_, action, outcome, _)| wanted(action, outcome))
+        self.steps
+            .iter()
+            .any(|&(_, action, outcome, _)| wanted(action, outcome))
     }
 }
 
@@ -73,10 +75,17 @@ fn checked(bugs: &[Bug], property: &'static str) -> Counterexample {
 fn without_the_fence_at_commit_a_holder_whose_lease_passed_on_commits() {
     let found = checked(&[Bug::NoFenceAtCommit], NO_STALE_COMMIT);
     let (before, action, outcome, _) = found.last();
-    let Action::Commit(r) = action else { panic!("ends with a commit, not {action:?}") };
+    let Action::Commit(r) = action else {
+        panic!("ends with a commit, not {action:?}")
+    };
     assert!(matches!(outcome, Outcome::Recorded { .. }));
-    let Some(lease) = working_token(&before, r) else { panic!("r{r} was working") };
-    assert!(lease < before.store.token, "its token {lease} was no longer the store's");
+    let Some(lease) = working_token(&before, r) else {
+        panic!("r{r} was working")
+    };
+    assert!(
+        lease < before.store.token,
+        "its token {lease} was no longer the store's"
+    );
     assert!(found.has(|a, o| matches!((a, o), (Action::Answer(o2), Outcome::Taken { .. }) if o2 != r)));
     assert_eq!(found.len(), 9);
 }
@@ -87,7 +96,10 @@ fn a_release_without_the_owner_check_shortens_the_next_holders_lease() {
     let (before, action, outcome, after) = found.last();
     assert!(matches!(action, Action::Release(_)));
     assert_eq!(outcome, Outcome::Released { owned: false });
-    assert!(after.store.locked_until < before.store.locked_until, "the holder's lease shrank");
+    assert!(
+        after.store.locked_until < before.store.locked_until,
+        "the holder's lease shrank"
+    );
     assert_eq!(found.len(), 9);
 }
 
@@ -95,10 +107,14 @@ fn a_release_without_the_owner_check_shortens_the_next_holders_lease() {
 fn a_lease_counted_from_before_the_wait_ends_before_its_holder_thinks() {
     let found = checked(&[Bug::LeaseFromBeforeTheWait], LEASE_BELIEF);
     let (before, action, outcome, after) = found.last();
-    let Action::Answer(r) = action else { panic!("ends with the store's answer, not {action:?}") };
+    let Action::Answer(r) = action else {
+        panic!("ends with the store's answer, not {action:?}")
+    };
     assert!(matches!(outcome, Outcome::Taken { .. }));
     // the acquisition waited (a paused request, or a busy row) before the store granted it
-    let Some(asked_at) = asked_at(&before, r) else { panic!("r{r} was acquiring") };
+    let Some(asked_at) = asked_at(&before, r) else {
+        panic!("r{r} was acquiring")
+    };
     assert!(asked_at < before.now);
     assert!(after.store.locked_until < before.now + Config::checked().lease);
     assert_eq!(found.len(), 6);
@@ -108,7 +124,9 @@ fn a_lease_counted_from_before_the_wait_ends_before_its_holder_thinks() {
 fn a_renewal_that_ignores_its_loss_lets_the_holder_start_another_date() {
     let found = checked(&[Bug::RenewalIgnoresItsLoss], STOPS_WHEN_LOST);
     let (_, action, outcome, _) = found.last();
-    let Action::Begin(r) = action else { panic!("ends with a date begun, not {action:?}") };
+    let Action::Begin(r) = action else {
+        panic!("ends with a date begun, not {action:?}")
+    };
     assert!(matches!(outcome, Outcome::Running { .. }));
     assert!(found.has(|a, o| a == Action::Renew(r) && o == Outcome::RenewalLost));
     assert!(found.has(|a, o| a == Action::Forget && matches!(o, Outcome::Forgot { .. })));
@@ -118,11 +136,16 @@ fn a_renewal_that_ignores_its_loss_lets_the_holder_start_another_date() {
 #[test]
 fn a_planner_trusting_the_replica_clock_settles_a_date_before_it_ends() {
     let found = checked(&[Bug::PlannerTrustsTheReplicaClock], NOT_BEFORE_ITS_END);
-    let early = found.steps.iter().find_map(|&(before, action, outcome, _)| match outcome {
-        Outcome::Recorded { date } if before.now < end_of(date) => Some((before, action)),
-        _ => None,
-    });
-    let Some((before, Action::Commit(r))) = early else { panic!("no early commit") };
+    let early = found
+        .steps
+        .iter()
+        .find_map(|&(before, action, outcome, _)| match outcome {
+            Outcome::Recorded { date } if before.now < end_of(date) => Some((before, action)),
+            _ => None,
+        });
+    let Some((before, Action::Commit(r))) = early else {
+        panic!("no early commit")
+    };
     assert_eq!(before.replicas[r].skew, 1, "the replica whose clock is ahead");
     assert!(found.len() <= 6, "{} steps", found.len());
 }

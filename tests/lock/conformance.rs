@@ -102,8 +102,14 @@ async fn a_model_with_a_seeded_bug_is_told_apart_from_the_real_store(backend: Ba
             let stale_commit = ["Recorded", "Duplicate"]
                 .iter()
                 .any(|answer| difference.contains(&format!("the model answered {answer}")));
-            assert!(stale_commit && difference.contains("the real code Fenced"), "{difference}");
-            println!("{backend:?}: the seeded bug told apart at {}", difference.lines().next().unwrap_or_default());
+            assert!(
+                stale_commit && difference.contains("the real code Fenced"),
+                "{difference}"
+            );
+            println!(
+                "{backend:?}: the seeded bug told apart at {}",
+                difference.lines().next().unwrap_or_default()
+            );
             return;
         }
     }
@@ -203,7 +209,11 @@ impl<'a> Replay<'a> {
             Action::Release(r) => {
                 let lease = self.leases[r].take().expect("a releasing replica holds a lease");
                 self.executions[r] = None;
-                let owned = self.lock().release(&lease, self.ticks(1)).await.map_err(|e| e.to_string())?;
+                let owned = self
+                    .lock()
+                    .release(&lease, self.ticks(1))
+                    .await
+                    .map_err(|e| e.to_string())?;
                 Outcome::Released { owned }
             }
             Action::Forget => {
@@ -323,7 +333,9 @@ impl<'a> Replay<'a> {
     /// replica's token is current.
     async fn refuse(&mut self, before: &World, r: usize) -> Result<Outcome, String> {
         let ctx = self.context(r);
-        let execution_id = self.executions[r].take().expect("a refused replica has a RUNNING record");
+        let execution_id = self.executions[r]
+            .take()
+            .expect("a refused replica has a RUNNING record");
         let date = self.date_of(execution_id).await;
         let mut tx = self.pool().begin().await.expect("a transaction");
         let refused = sqlx::query("select 1 / 0").execute(&mut *tx).await;
@@ -334,7 +346,9 @@ impl<'a> Replay<'a> {
             .expect("the database answers");
         let current = matches!(self.leases[r], Some(ref lease) if i64::from(before.store.token) == lease.fencing_token);
         if closed != current {
-            return Err(format!("the FAILED record was written: {closed}; the token is current: {current}"));
+            return Err(format!(
+                "the FAILED record was written: {closed}; the token is current: {current}"
+            ));
         }
         Ok(Outcome::Refused { date })
     }
@@ -406,7 +420,9 @@ impl<'a> Replay<'a> {
             .map(|lock| (lock.held, lock.fencing_token));
         let modelled = (after.store.token > 0).then_some((!after.lock_is_free(), i64::from(after.store.token)));
         if real != modelled {
-            return Err(format!("the store holds (held, token) {real:?}, the model {modelled:?}"));
+            return Err(format!(
+                "the store holds (held, token) {real:?}, the model {modelled:?}"
+            ));
         }
         let successes: Vec<(NaiveDate, i64)> = sqlx::query_as(
             "select business_date, fencing_token from task_execution
@@ -494,6 +510,12 @@ fn tell(steps: &[Step]) -> String {
     steps
         .iter()
         .enumerate()
-        .map(|(n, s)| format!("{:3}. {}\n", n + 1, story::line(&s.before, s.action, s.outcome, &s.after)))
+        .map(|(n, s)| {
+            format!(
+                "{:3}. {}\n",
+                n + 1,
+                story::line(&s.before, s.action, s.outcome, &s.after)
+            )
+        })
         .collect()
 }

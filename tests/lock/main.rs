@@ -32,9 +32,9 @@ macro_rules! on_each_backend {
 
 mod acquire;
 mod backend;
+mod conformance;
 mod contention;
 mod fence;
-mod conformance;
 mod lease;
 mod redis;
 
