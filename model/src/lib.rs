@@ -8,7 +8,8 @@
 //! length (its lease expiring meanwhile), a database that refuses a commit, a clock that is off.
 //!
 //! - [`world`]: the state: replicas, the lock store, the records, and the clock.
-//! - [`protocol`]: the steps and what each one does ([`Protocol`] is the stateright model).
+//! - [`protocol`]: the steps, what they answer, and when time may pass ([`Protocol`] is the
+//!   stateright model); `steps.rs` what each step does to the world.
 //! - [`properties`]: what must hold in every reachable state, and the liveness property.
 //! - [`Bug`]: protocol bugs the model can be built with, to show the checker catches each.
 //! - [`story`]: a counterexample told as the sequence of steps, one line each.
@@ -21,6 +22,7 @@
 pub mod bugs;
 pub mod properties;
 pub mod protocol;
+mod steps;
 pub mod story;
 pub mod walk;
 pub mod world;

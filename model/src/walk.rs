@@ -46,7 +46,7 @@ pub fn walk(model: &Protocol, seed: u64, max_steps: usize) -> Vec<Step> {
                     .map(|(next, outcome)| (action, next, outcome))
             })
             .partition(|&(action, ..)| disturbs(action));
-        let disturb = protocol.is_empty() || rng.next() % DISTURB_ONE_IN == 0;
+        let disturb = protocol.is_empty() || rng.next().is_multiple_of(DISTURB_ONE_IN);
         let choices = if disturb && !disturbances.is_empty() {
             disturbances
         } else {

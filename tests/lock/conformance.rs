@@ -24,7 +24,7 @@ use finesettle::settlement::RunContext;
 use finesettle::settlement::plan;
 use finesettle::settlement::records::{self, StartOutcome, Trigger};
 use finesettle_model::walk::{Step, walk};
-use finesettle_model::{Action, Bug, Config, Outcome, Protocol, World, story};
+use finesettle_model::{Action, Bug, Config, Job, Outcome, Protocol, World, story};
 use sqlx::PgPool;
 
 use crate::backend::{Backend, Fixture};
@@ -203,7 +203,7 @@ impl<'a> Replay<'a> {
             }
             Action::Answer(r) => self.acquire(before, r).await,
             Action::Renew(r) => self.renew(before, r, step.outcome).await,
-            Action::Begin(r) => self.begin(r, step.outcome).await?,
+            Action::Begin(r) => self.begin(before, r, step.outcome).await?,
             Action::Commit(r) => self.commit(r).await,
             Action::Refuse(r) => self.refuse(before, r).await?,
             Action::Release(r) => {
@@ -285,12 +285,12 @@ impl<'a> Replay<'a> {
     }
 
     /// `Begin`: a walk that stops makes no call; otherwise the fenced RUNNING record.
-    async fn begin(&mut self, r: usize, modelled: Outcome) -> Result<Outcome, String> {
+    async fn begin(&mut self, before: &World, r: usize, modelled: Outcome) -> Result<Outcome, String> {
         let date = match modelled {
             Outcome::Stopped => return Ok(Outcome::Stopped),
             Outcome::Running { date } | Outcome::AlreadySettled { date } => date,
-            // the model names no date when fenced: the walk's next one is the same either way
-            Outcome::Fenced => 0,
+            // the model names no date when fenced: the next one of the walk
+            Outcome::Fenced => next_date(before, r),
             other => return Err(format!("the replay cannot drive {other:?}: every clock is right")),
         };
         let ctx = self.context(r);
@@ -489,6 +489,14 @@ local shifted = owner .. ':' .. token .. ':' .. string.format('%d', tonumber(at)
 redis.call('SET', KEYS[1], shifted, 'PX', left)
 return 2
 ";
+
+/// The oldest date replica `r` still has to walk.
+fn next_date(w: &World, r: usize) -> u8 {
+    match w.replicas[r].job {
+        Job::Working { dates, .. } => dates.trailing_zeros() as u8,
+        job => panic!("r{r} begins a date while {job:?}"),
+    }
+}
 
 /// Model date `d` as a business date.
 fn date(d: u8) -> NaiveDate {
