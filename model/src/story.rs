@@ -2,9 +2,8 @@
 //! the step answered, and the lock store afterwards. This is how a counterexample is printed.
 //!
 //! ```text
-//!  1. t=0 r1 fires (cron), asking for dates through 0
-//!  2. t=0 r1 is answered: lock taken, token 1 until t2, planning dates [0]
-//!  ...
+//!   2. t=1 r0 fires (Cron), asking the lock for dates through 0  | store: token 0 ...
+//!   3. t=1 r0 takes the lock: token 1, lease until t3, plans dates [0]  | store: token 1 held by r0 until t3; ...
 //! ```
 
 use std::fmt::Write;
