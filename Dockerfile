@@ -25,10 +25,13 @@ ENV SQLX_OFFLINE=true \
 # 1. Dependencies only, in their own layer: rebuilt when Cargo.toml or Cargo.lock change, not on
 #    every source edit. Placeholder targets stand in for the crate's own code (the examples
 #    declared under load/ are not built by `cargo build`, so they need no placeholder).
+#    The workspace's other member, the protocol model (model/), is never built here; only its
+#    manifest and an empty library are needed for cargo to load the workspace.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir src \
+COPY model/Cargo.toml ./model/
+RUN mkdir src model/src \
     && echo 'fn main() {}' > src/main.rs \
-    && touch src/lib.rs \
+    && touch src/lib.rs model/src/lib.rs \
     && cargo fetch --locked \
     && cargo build --release --locked --bin finesettle \
     && rm -rf src

@@ -32,6 +32,7 @@ macro_rules! on_each_backend {
 
 mod acquire;
 mod backend;
+mod conformance;
 mod contention;
 mod fence;
 mod grant;

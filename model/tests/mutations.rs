@@ -1,0 +1,199 @@
+//! Proof that the checker can fail: each seeded bug is caught, and its counterexample is the
+//! story of that bug.
+//!
+//! The checker runs breadth-first on one thread, so a counterexample is a shortest one and the
+//! same on every run: its length and its decisive steps are asserted, and it is printed
+//! (`cargo nextest run -p finesettle-model --no-capture -E 'binary(mutations)'`).
+
+use std::collections::BTreeSet;
+
+use finesettle_model::properties::{
+    EVERY_DATE_SETTLED, LEASE_BELIEF, NO_STALE_COMMIT, NOT_BEFORE_ITS_END, ONE_SUCCESS_PER_DATE, STOPS_WHEN_LOST,
+    TOKENS_NEVER_GO_BACK,
+};
+use finesettle_model::world::end_of;
+use finesettle_model::{Action, Bug, Config, Outcome, Protocol, World, story};
+use stateright::{Checker, HasDiscoveries, Model, Path};
+
+/// The decisive steps of a counterexample: each step with what it answered and the world after.
+struct Counterexample {
+    steps: Vec<(World, Action, Outcome, World)>,
+}
+
+impl Counterexample {
+    /// The shortest counterexample to `property` in `config`'s world built with `bugs`.
+    fn find(config: Config, bugs: &[Bug], property: &'static str) -> Self {
+        let model = Protocol::with_bugs(config, bugs);
+        let checker = model
+            .clone()
+            .checker()
+            .threads(1)
+            .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])))
+            .spawn_bfs()
+            .join();
+        let path: Path<World, Action> = checker
+            .discovery(property)
+            .unwrap_or_else(|| panic!("{bugs:?}: no counterexample to \"{property}\""));
+        assert!(story::replays(&model, &path), "the counterexample replays");
+        println!(
+            "{bugs:?} breaks \"{property}\" in {} steps:\n{}",
+            path.clone().into_actions().len(),
+            story::tell(&model, &path)
+        );
+        let states = path.into_vec();
+        let steps = states
+            .windows(2)
+            .map(|pair| {
+                let action = pair[0].1.expect("every state but the last has its action");
+                let (after, outcome) = model.step(&pair[0].0, action).expect("enabled");
+                (pair[0].0, action, outcome, after)
+            })
+            .collect();
+        Counterexample { steps }
+    }
+
+    fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    fn last(&self) -> (World, Action, Outcome, World) {
+        *self.steps.last().expect("a counterexample has steps")
+    }
+
+    fn has(&self, wanted: impl Fn(Action, Outcome) -> bool) -> bool {
+        self.steps
+            .iter()
+            .any(|&(_, action, outcome, _)| wanted(action, outcome))
+    }
+}
+
+fn checked(bugs: &[Bug], property: &'static str) -> Counterexample {
+    Counterexample::find(Config::checked(), bugs, property)
+}
+
+#[test]
+fn without_the_fence_at_commit_a_holder_whose_lease_passed_on_commits() {
+    let found = checked(&[Bug::NoFenceAtCommit], NO_STALE_COMMIT);
+    let (before, action, outcome, _) = found.last();
+    let Action::Commit(r) = action else {
+        panic!("ends with a commit, not {action:?}")
+    };
+    assert!(matches!(outcome, Outcome::Recorded { .. }));
+    let Some(lease) = working_token(&before, r) else {
+        panic!("r{r} was working")
+    };
+    assert!(
+        lease < before.store.token,
+        "its token {lease} was no longer the store's"
+    );
+    assert!(found.has(|a, o| matches!((a, o), (Action::Answer(o2), Outcome::Taken { .. }) if o2 != r)));
+    assert_eq!(found.len(), 9);
+}
+
+#[test]
+fn a_release_without_the_owner_check_shortens_the_next_holders_lease() {
+    let found = checked(&[Bug::ReleaseWithoutOwnerCheck], LEASE_BELIEF);
+    let (before, action, outcome, after) = found.last();
+    assert!(matches!(action, Action::Release(_)));
+    assert_eq!(outcome, Outcome::Released { owned: false });
+    assert!(
+        after.store.locked_until < before.store.locked_until,
+        "the holder's lease shrank"
+    );
+    assert_eq!(found.len(), 9);
+}
+
+#[test]
+fn a_lease_counted_from_before_the_wait_ends_before_its_holder_thinks() {
+    let found = checked(&[Bug::LeaseFromBeforeTheWait], LEASE_BELIEF);
+    let (before, action, outcome, after) = found.last();
+    let Action::Answer(r) = action else {
+        panic!("ends with the store's answer, not {action:?}")
+    };
+    assert!(matches!(outcome, Outcome::Taken { .. }));
+    // the acquisition waited (a paused request, or a busy row) before the store granted it
+    let Some(asked_at) = asked_at(&before, r) else {
+        panic!("r{r} was acquiring")
+    };
+    assert!(asked_at < before.now);
+    assert!(after.store.locked_until < before.now + Config::checked().lease);
+    assert_eq!(found.len(), 6);
+}
+
+#[test]
+fn a_renewal_that_ignores_its_loss_lets_the_holder_start_another_date() {
+    let found = checked(&[Bug::RenewalIgnoresItsLoss], STOPS_WHEN_LOST);
+    let (_, action, outcome, _) = found.last();
+    let Action::Begin(r) = action else {
+        panic!("ends with a date begun, not {action:?}")
+    };
+    assert!(matches!(outcome, Outcome::Running { .. }));
+    assert!(found.has(|a, o| a == Action::Renew(r) && o == Outcome::RenewalLost));
+    assert!(found.has(|a, o| a == Action::Forget && matches!(o, Outcome::Forgot { .. })));
+    assert_eq!(found.len(), 9);
+}
+
+#[test]
+fn a_planner_trusting_the_replica_clock_settles_a_date_before_it_ends() {
+    let found = checked(&[Bug::PlannerTrustsTheReplicaClock], NOT_BEFORE_ITS_END);
+    let early = found
+        .steps
+        .iter()
+        .find_map(|&(before, action, outcome, _)| match outcome {
+            Outcome::Recorded { date } if before.now < end_of(date) => Some((before, action)),
+            _ => None,
+        });
+    let Some((before, Action::Commit(r))) = early else {
+        panic!("no early commit")
+    };
+    assert_eq!(before.replicas[r].skew, 1, "the replica whose clock is ahead");
+    assert!(found.len() <= 6, "{} steps", found.len());
+}
+
+#[test]
+fn without_the_unique_index_and_the_fence_a_date_succeeds_twice() {
+    let found = checked(&[Bug::NoFenceAtCommit, Bug::NoUniqueSuccess], ONE_SUCCESS_PER_DATE);
+    let recorded = found
+        .steps
+        .iter()
+        .filter(|&&(_, _, outcome, _)| outcome == Outcome::Recorded { date: 0 })
+        .count();
+    assert_eq!(recorded, 2);
+    assert_eq!(found.len(), 11);
+}
+
+#[test]
+fn a_counter_restarted_after_the_store_lost_its_data_goes_backwards() {
+    let found = checked(&[Bug::CounterRestartsAfterLoss], TOKENS_NEVER_GO_BACK);
+    assert!(found.has(|a, _| a == Action::Forget));
+    let (_, _, _, after) = found.last();
+    assert!(after.store.token < after.history.highest_token);
+}
+
+#[test]
+fn liveness_fails_when_disturbances_last_until_the_end() {
+    // Disturbances until the last tick: a replica resumed then has no slot left to settle in,
+    // so the property is not vacuous and the calm period of `Config::checked()` is needed.
+    let config = Config {
+        faults_until: 8,
+        ..Config::checked()
+    };
+    let found = Counterexample::find(config, &[], EVERY_DATE_SETTLED);
+    let (_, _, _, end) = found.last();
+    assert_eq!(end.now, 8);
+    assert!(end.settled.iter().take(2).any(Option::is_none));
+}
+
+fn working_token(w: &World, r: usize) -> Option<u8> {
+    match w.replicas[r].job {
+        finesettle_model::Job::Working { lease, .. } => Some(lease.token),
+        _ => None,
+    }
+}
+
+fn asked_at(w: &World, r: usize) -> Option<u8> {
+    match w.replicas[r].job {
+        finesettle_model::Job::Acquiring { asked_at, .. } => Some(asked_at),
+        _ => None,
+    }
+}
