@@ -12,7 +12,7 @@ use chrono::{DateTime, Days, NaiveDate, TimeDelta, Timelike, Utc};
 use chrono_tz::Tz;
 use finesettle::clock::Clock;
 use finesettle::config::Settings;
-use finesettle::domain::business_date;
+use finesettle::domain::{LoanTerms, business_date};
 use sqlx::PgPool;
 
 use crate::checks::{assert_settled_exactly_once, executions, poll_until};
@@ -116,25 +116,7 @@ async fn replicas_with_wrong_clocks_fire_on_the_database_clock_and_settle_only_e
         replica.stop().await;
     }
 
-    // Every fire happened within two seconds of its slot by the database's clock.
-    let fires = cron_fires(&pool).await;
-    for fire in &fires {
-        let late = fire.recorded_at - fire.fired_at;
-        assert!(
-            late.abs() < FIRE_TOLERANCE,
-            "{} fired {} ms from its slot by the database's clock: {fire:?}",
-            fire.instance_id,
-            late.num_milliseconds()
-        );
-    }
-    // No date that had not ended by the database's clock has an execution, and every ended one
-    // exactly one SUCCESS, with the fines a recomputation gives.
-    let ran: Vec<NaiveDate> = executions(&pool).await.iter().map(|e| e.business_date).collect();
-    assert!(
-        ran.iter().all(|d| *d < today),
-        "dates run: {ran:?}, today {today} ({tz})"
-    );
-    assert_settled_exactly_once(&pool, &loans, &days(start, today - Days::new(1))).await;
+    let fires = assert_on_the_database_clock(&pool, &loans, start, today, tz).await;
     assert!(
         fires.iter().any(|f| f.outcome == "NOTHING_TO_DO"),
         "later fires find every ended date settled: {fires:?}"
@@ -170,8 +152,20 @@ async fn real_binaries_under_faketime_fire_on_the_database_clock_and_settle_only
         replica.assert_running();
     }
     drop(replicas);
+    assert_on_the_database_clock(&pool, &loans, start, today, tz).await;
+}
 
-    let fires = cron_fires(&pool).await;
+/// Every cron fire happened within two seconds of its slot by the database's clock; no date that
+/// had not ended by it (`today` in `tz`) has an execution; every ended date from `start` has
+/// exactly one SUCCESS, with the fines a recomputation gives. Answers the fires.
+async fn assert_on_the_database_clock(
+    pool: &PgPool,
+    loans: &[(i64, LoanTerms)],
+    start: NaiveDate,
+    today: NaiveDate,
+    tz: Tz,
+) -> Vec<Fire> {
+    let fires = cron_fires(pool).await;
     for fire in &fires {
         let late = fire.recorded_at - fire.fired_at;
         assert!(
@@ -181,10 +175,11 @@ async fn real_binaries_under_faketime_fire_on_the_database_clock_and_settle_only
             late.num_milliseconds()
         );
     }
-    let ran: Vec<NaiveDate> = executions(&pool).await.iter().map(|e| e.business_date).collect();
+    let ran: Vec<NaiveDate> = executions(pool).await.iter().map(|e| e.business_date).collect();
     assert!(
         ran.iter().all(|d| *d < today),
         "dates run: {ran:?}, today {today} ({tz})"
     );
-    assert_settled_exactly_once(&pool, &loans, &days(start, today - Days::new(1))).await;
+    assert_settled_exactly_once(pool, loans, &days(start, today - Days::new(1))).await;
+    fires
 }
