@@ -371,8 +371,10 @@ async fn walk(
     )
     .await;
     report_metrics(&context, &report, inner.time.now());
-    let lost_lease = keeper.lost().is_cancelled();
+    // Stopped first: a lease that ran out while the walk was ending is lost too.
+    let lost = keeper.lost();
     let lease = keeper.stop().await;
+    let lost_lease = lost.is_cancelled();
     if lost_lease {
         Attempt {
             job,

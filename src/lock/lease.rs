@@ -114,7 +114,7 @@ impl Renewer {
         let mut next = Instant::now() + every;
         loop {
             tokio::select! {
-                () = stop.cancelled() => return self.lease,
+                () = stop.cancelled() => return self.stopped(),
                 () = tokio::time::sleep_until(next) => {}
             }
             let sent = Instant::now();
@@ -123,7 +123,7 @@ impl Renewer {
             }
             let renewal = tokio::time::timeout(self.deadline - sent, self.lock.renew(&self.lease, self.at_most_for));
             let outcome = tokio::select! {
-                () = stop.cancelled() => return self.lease,
+                () = stop.cancelled() => return self.stopped(),
                 outcome = renewal => outcome,
             };
             match outcome {
@@ -148,6 +148,16 @@ impl Renewer {
                 Err(_) => return self.give_up("no renewal answered before the lease ran out"),
             }
         }
+    }
+
+    /// Stopped by the job: the lease as it stands, lost if it ran out by this process's clock
+    /// meanwhile. A holder woken from a pause may end its walk (its date's transaction was ended)
+    /// before this task's timer has fired: the job still learns that its lease was gone.
+    fn stopped(self) -> Lease {
+        if Instant::now() >= self.deadline {
+            return self.give_up("the lease ran out before it could be renewed");
+        }
+        self.lease
     }
 
     fn give_up(self, reason: &str) -> Lease {
