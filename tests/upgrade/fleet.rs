@@ -1,4 +1,4 @@
-//! Issue 20: a rolling upgrade from the previous tagged release to this one, then a rollback, as
+//! Issue 20: a rolling upgrade from the previous release (`RELEASES`) to this one, then a rollback, as
 //! an operator does it, on one real PostgreSQL database.
 //!
 //! Two replicas of the previous release walk slow dates on a fast cron while a client sends them
