@@ -24,12 +24,14 @@
 //! waited for the disk.
 //!
 //! Where the gap comes from, message by message (read off the wire with `PGSSLMODE=disable` and
-//! `strace -e sendto`): a cycle of (a) is two pool checkouts and four awaited messages: `begin`
-//! with both `set local` limits (one simple-query message: `begin_with` already batches them),
-//! the `insert .. on conflict .. returning`, `commit`, and the release's `update`. A cycle of (b)
-//! is two pool checkouts and two statements. Each checkout costs sqlx two `Sync` pings (one when
-//! the connection returns to the pool, one when it leaves again), alike on both sides. So the lock
-//! pays two round trips more than its floor (`begin` and `commit`), and the same two WAL flushes.
+//! `strace -e sendto`; `tests/lock/round_trips.rs` counts them in CI): a cycle of (a) is two pool
+//! checkouts and two awaited messages, the acquisition (one `insert .. on conflict .. returning`
+//! that sets its own `lock_timeout` and commits on its own) and the release's `update`. A cycle of
+//! (b) is two pool checkouts and two statements. Each checkout costs sqlx two `Sync` pings (one
+//! when the connection returns to the pool, one when it leaves again), alike on both sides. So the
+//! lock sends what its floor sends and waits for the same two WAL flushes; what is left is the
+//! server's work per statement (the CTE, the unique index on the tokens). Before issue 21 the
+//! acquisition was wrapped in `begin` and `commit`: two round trips more, 1.28x the floor.
 //!
 //! The database is the scratch database `finesettle_lockbench` (dropped and created again, then
 //! migrated) on `DATABASE_URL`'s server (its database name is replaced, so that the benchmark can
@@ -49,8 +51,8 @@ use common::{database_url, drop_database, env_or, ms, per_second, recreate_datab
 
 const DB: &str = "finesettle_lockbench";
 const TASK: &str = "bench-lock";
-/// The aim: lock time per cycle under 1.5 × the floor's.
-const AIM: f64 = 1.5;
+/// The aim: lock time per cycle at most 1.1 × the floor's, at the mean and at the median.
+const AIM: f64 = 1.1;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -151,18 +153,22 @@ async fn main() -> anyhow::Result<()> {
     let ratio = lock_side.mean() / floor_side.mean();
     let p50_ratio = lock_side.quantile(0.50) / floor_side.quantile(0.50);
     println!(
-        "ratio lock / floor (time per cycle): mean {ratio:.2}x, p50 {p50_ratio:.2}x   aim < {AIM}x: {}",
-        if ratio < AIM { "met" } else { "NOT met" }
+        "ratio lock / floor (time per cycle): mean {ratio:.2}x, p50 {p50_ratio:.2}x   aim <= {AIM}x at both: {}",
+        if ratio <= AIM && p50_ratio <= AIM {
+            "met"
+        } else {
+            "NOT met"
+        }
     );
     let gap_p50 = lock_side.quantile(0.50) - floor_side.quantile(0.50);
     println!(
         "gap lock - floor at p50: {:.3} ms per cycle = {:.1} round trips of (c) \
-         (expected: about 2, the acquisition's begin and commit)",
+         (expected: about 0, both sides send two statements)",
         ms(gap_p50),
         gap_p50 / trip_side.quantile(0.50)
     );
     println!(
-        "per cycle: (a) 2 WAL flushes, 2 pool checkouts, 4 messages (begin + set local, insert, commit, release); \
+        "per cycle: (a) 2 WAL flushes, 2 pool checkouts, 2 messages (the acquisition, the release); \
          (b) 2 WAL flushes, 2 pool checkouts, 2 messages; each checkout adds sqlx's 2 pings to both"
     );
 

@@ -5,8 +5,9 @@
 //! agree on who holds the lock and until when (ShedLock's duplicate runs under clock skew come from
 //! comparing times taken on different machines).
 //!
-//! Taking the lock is one statement. It first reads the row in its snapshot: a live holder is
-//! answered at once. Only a row that is missing or expired is then inserted, or taken over where
+//! Taking the lock is one statement, sent and committed on its own: one round trip and one WAL
+//! flush, as the release is (`load/bench-lock` holds a lock cycle to two durable commits). It
+//! first reads the row in its snapshot: a live holder is answered at once. Only a row that is missing or expired is then inserted, or taken over where
 //! `locked_until < clock_timestamp()`, bumping `fencing_token`. Two replicas racing on it are
 //! serialised by the row (or the primary key while the row is being inserted): the second one
 //! re-checks the condition against the first one's committed row and finds it held.
@@ -33,8 +34,8 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use sqlx::PgPool;
 use sqlx::postgres::types::PgInterval;
-use sqlx::{AssertSqlSafe, PgPool};
 use tokio::time::Instant;
 use uuid::Uuid;
 
@@ -51,10 +52,6 @@ use super::{Acquired, Lease, Lock, LockError, LockSpec};
 /// again when the lease ends.
 pub const DEFAULT_ROW_WAIT: Duration = Duration::from_secs(2);
 
-/// How long the database lets an acquisition transaction sit idle before ending its session, so
-/// a process paused between its insert and its commit cannot keep the row locked.
-pub const ACQUIRE_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// SQLSTATE `lock_not_available`: `lock_timeout` expired.
 const LOCK_NOT_AVAILABLE: &str = "55P03";
 
@@ -62,31 +59,31 @@ const LOCK_NOT_AVAILABLE: &str = "55P03";
 #[derive(Debug, Clone)]
 pub struct PgLock {
     pool: PgPool,
-    /// `begin` plus the acquisition's session limits, sent in one round trip.
-    begin_acquisition: String,
+    /// How long the acquisition waits for a busy row, as `lock_timeout` (milliseconds).
+    row_wait: String,
 }
 
 impl PgLock {
     pub fn new(pool: PgPool) -> Self {
         PgLock {
             pool,
-            begin_acquisition: begin_with_row_wait(DEFAULT_ROW_WAIT),
+            row_wait: lock_timeout(DEFAULT_ROW_WAIT),
         }
     }
 
     /// The same lock, waiting at most `wait` for a busy row instead of [`DEFAULT_ROW_WAIT`].
     pub fn with_row_wait(mut self, wait: Duration) -> Self {
-        self.begin_acquisition = begin_with_row_wait(wait);
+        self.row_wait = lock_timeout(wait);
         self
     }
 
     /// Takes the lock when the row is missing or expired; answers the holder at once when it is live.
+    ///
+    /// One statement in its own transaction: no `begin` and `commit` around it, so nothing of the
+    /// acquisition is left open on the client's side (a process paused after it holds no row lock),
+    /// and the row wait is set by the statement itself, local to its transaction.
     pub async fn try_acquire(&self, spec: &LockSpec) -> Result<Acquired, LockError> {
         let asked_at = Instant::now();
-        let mut tx = self
-            .pool
-            .begin_with(AssertSqlSafe(self.begin_acquisition.clone()))
-            .await?;
         let answer = sqlx::query!(
             r#"
             -- the row as this statement's snapshot shows it, read without waiting for any lock
@@ -101,7 +98,9 @@ impl PgLock {
             taken as (
                 insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token)
                 select $1, granted + $2, granted, $3, $4
-                from clock_timestamp() as granted
+                -- the row wait, set before the row to insert exists, so before any wait for the
+                -- row; local to this statement's transaction
+                from clock_timestamp() as granted, set_config('lock_timeout', $5, true) as row_wait
                 where not exists (select from seen where live)
                 on conflict (task_name) do update
                     -- evaluated once the row is locked, after any wait for the old holder's fence:
@@ -129,13 +128,13 @@ impl PgLock {
             interval(spec.at_most_for),
             spec.instance_id,
             // a fresh id per acquisition, never derived from the host or instance
-            Uuid::new_v4()
+            Uuid::new_v4(),
+            self.row_wait
         )
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&self.pool)
         .await;
         match answer {
             Ok(Some(row)) if row.won => {
-                tx.commit().await?;
                 let lease = Lease {
                     task_name: row.task_name,
                     locked_by: row.locked_by,
@@ -153,23 +152,15 @@ impl PgLock {
                 );
                 Ok(Acquired::Won(lease))
             }
-            Ok(Some(live)) => {
-                tx.commit().await?;
-                Ok(Acquired::Held {
-                    holder: live.locked_by,
-                    locked_until: live.locked_until,
-                })
-            }
-            Ok(None) => {
-                // Lost a race: the snapshot showed the lock free or expired, but another replica
-                // took it first. A new snapshot in this transaction sees that holder.
-                let held = holder(&mut *tx, &spec.task_name).await;
-                tx.commit().await?;
-                held
-            }
+            Ok(Some(live)) => Ok(Acquired::Held {
+                holder: live.locked_by,
+                locked_until: live.locked_until,
+            }),
+            // Lost a race: the snapshot showed the lock free or expired, but another replica took
+            // it first. A new statement, with a new snapshot, sees that holder.
+            Ok(None) => holder(&self.pool, &spec.task_name).await,
             Err(e) if is_lock_timeout(&e) => {
                 // The row stayed locked past the wait: someone is mid-transaction on it.
-                tx.rollback().await?;
                 tracing::warn!(task.name = %spec.task_name, "lock row busy; treating the lock as held");
                 holder(&self.pool, &spec.task_name).await
             }
@@ -259,8 +250,8 @@ impl PgLock {
 #[derive(Debug, Clone)]
 pub(super) struct TokenRecord {
     pool: PgPool,
-    /// `begin` plus the publish's row wait and idle limit, sent in one round trip.
-    begin_publish: String,
+    /// How long a publish waits for a busy row, as `lock_timeout` (milliseconds).
+    row_wait: String,
 }
 
 /// A `task_lock` row as the Redis backend published it; the live holder is in Redis.
@@ -277,7 +268,7 @@ impl TokenRecord {
     pub(super) fn new(pool: PgPool, row_wait: Duration) -> Self {
         TokenRecord {
             pool,
-            begin_publish: begin_with_row_wait(row_wait),
+            row_wait: lock_timeout(row_wait),
         }
     }
 
@@ -298,11 +289,12 @@ impl TokenRecord {
     /// `Ok(false)` then, and nothing changed. [`LockError::RowBusy`] when the row stayed locked
     /// past the row wait.
     pub(super) async fn publish(&self, lease: &Lease) -> Result<bool, LockError> {
-        let mut tx = self.pool.begin_with(AssertSqlSafe(self.begin_publish.clone())).await?;
+        // one statement in its own transaction, which sets its own row wait, as the acquisition
         let published = sqlx::query_scalar!(
             r#"
             insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token, fencing_token)
-            values ($1, $2, $3, $4, $5, $6)
+            select $1, $2, $3, $4, $5, $6
+            from set_config('lock_timeout', $7, true) as row_wait
             on conflict (task_name) do update
                 set locked_until = excluded.locked_until,
                     locked_at = excluded.locked_at,
@@ -319,22 +311,17 @@ impl TokenRecord {
             lease.locked_at,
             lease.locked_by,
             lease.owner_token,
-            lease.fencing_token
+            lease.fencing_token,
+            self.row_wait
         )
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&self.pool)
         .await;
         match published {
-            Ok(published) => {
-                tx.commit().await?;
-                Ok(published.is_some())
-            }
-            Err(e) if is_lock_timeout(&e) => {
-                tx.rollback().await?;
-                Err(LockError::RowBusy {
-                    task_name: lease.task_name.clone(),
-                    source: e,
-                })
-            }
+            Ok(published) => Ok(published.is_some()),
+            Err(e) if is_lock_timeout(&e) => Err(LockError::RowBusy {
+                task_name: lease.task_name.clone(),
+                source: e,
+            }),
             Err(e) => Err(e.into()),
         }
     }
@@ -416,15 +403,10 @@ async fn holder(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> Result<
     })
 }
 
-/// `begin`, then this transaction's row-lock wait and idle limit (integers are milliseconds).
-///
-/// Shared with [`TokenRecord::publish`], which takes the same `task_lock` row the same way.
-fn begin_with_row_wait(row_wait: Duration) -> String {
-    format!(
-        "begin; set local lock_timeout = {}; set local idle_in_transaction_session_timeout = {}",
-        millis_at_least_one(row_wait),
-        millis_at_least_one(ACQUIRE_IDLE_TIMEOUT)
-    )
+/// A row wait as the value of `lock_timeout` (milliseconds), which the acquisition and the
+/// Redis backend's publish set for their own statement's transaction.
+fn lock_timeout(row_wait: Duration) -> String {
+    millis_at_least_one(row_wait).to_string()
 }
 
 /// Whole milliseconds, at least 1: in both settings 0 means "no limit", the opposite of intended.
@@ -442,7 +424,7 @@ fn interval(d: Duration) -> PgInterval {
     }
 }
 
-/// Whether `e` is the row-lock wait of [`begin_with_row_wait`] running out.
+/// Whether `e` is the row-lock wait of [`lock_timeout`] running out.
 fn is_lock_timeout(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .and_then(|d| d.code())
@@ -462,12 +444,9 @@ mod tests {
     }
 
     #[test]
-    fn the_acquisition_begins_with_both_limits_in_milliseconds() {
-        assert_eq!(
-            begin_with_row_wait(Duration::from_secs(2)),
-            "begin; set local lock_timeout = 2000; set local idle_in_transaction_session_timeout = 10000"
-        );
+    fn the_row_wait_is_in_milliseconds_and_never_zero() {
+        assert_eq!(lock_timeout(Duration::from_secs(2)), "2000");
         // a zero wait would mean "wait forever" to PostgreSQL
-        assert!(begin_with_row_wait(Duration::ZERO).contains("lock_timeout = 1;"));
+        assert_eq!(lock_timeout(Duration::ZERO), "1");
     }
 }

@@ -38,6 +38,7 @@ mod fence;
 mod grant;
 mod lease;
 mod redis;
+mod round_trips;
 
 use std::time::Duration;
 
