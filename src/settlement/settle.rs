@@ -134,7 +134,9 @@ const SETTLE_BATCH: &str = r#"
             settled_at = case when x.days > 0 then now() end,
             voided_at = case when x.days = 0 then now() end,
             void_reason = case when x.days = 0 then $7 end,
-            fencing_token = $6
+            fencing_token = $6,
+            -- stamped here, so the row trigger need not run (migration 20261205000210)
+            updated_at = now()
         from recomputed x
         where f.id = x.id and f.status = 'PENDING'
         returning f.id, f.member_id, f.status, f.amount_cents
