@@ -1,15 +1,18 @@
 //! Benchmark: the settlement of one business date over a million loans, next to the same work
-//! done by hand-written set-based SQL, and the rerun of the settled date.
+//! done by hand-written set-based SQL on the same schema and on a minimal schema, and the rerun of
+//! the settled date.
 //!
 //! Run with `load/bench-settlement` (or `cargo run --release --example settlement_bench`).
 //!
 //! 1. Seeds a scratch database `finesettle_bench_settle_seed` (`BENCH_LOANS` loans, default
-//!    1,000,000; about 30% have overdue days in the month of the date) with `generate_series`.
-//!    Each of `BENCH_ROUNDS` rounds (default 3) copies it twice (`create database .. template ..`)
-//!    into `finesettle_bench_settle_a` and `_b`: identical starting points on the same server.
-//!    The two sides run one after the other, alternating which goes first (on a shared machine
-//!    the load changes between runs: compare the per-round ratios); `BENCH_MODE=side-by-side`
-//!    runs them at the same time instead.
+//!    1,000,000; about 30% have overdue days in the month of the date) with `generate_series`,
+//!    triggers and foreign-key checks off (the rows are valid by construction), and the same
+//!    members and loans into `finesettle_bench_settle_min_seed`, a minimal schema (below).
+//!    Each of `BENCH_ROUNDS` rounds (default 3) copies them (`create database .. template ..`)
+//!    into `finesettle_bench_settle_a`, `_b` and `_min`: identical starting points on the same
+//!    server. The three sides run one after the other, rotating which goes first (on a shared
+//!    machine the load changes between runs: compare the per-round ratios);
+//!    `BENCH_MODE=side-by-side` runs them at the same time instead.
 //! 2. (a) finesettle: `settlement::settle_dates` for the month-end date on copy A (fence guard,
 //!    execution records, batches of `BENCH_BATCH_SIZE` rows, `for update skip locked`, one
 //!    transaction). The month end is taken so that both steps have every fine to do: the accrual
@@ -17,14 +20,25 @@
 //! 3. (b) hand-written: one `insert .. select .. on conflict` for the accrual and one
 //!    `update .. returning` feeding an `insert` for the settlement, in one transaction, on copy B.
 //!    Same recomputation of the final amount, same ledger entries; no batching, no fence, no
-//!    records. The two copies must end equal (checked).
-//! 4. (c) the rerun of the settled date on the last round's A, under a newer fencing token: its time, and a
+//!    records. The copies must end equal (checked).
+//! 4. (m) the minimal schema: the same columns, but only the primary keys, the unique
+//!    `(loan_id, settle_month)` key of the accrual's upsert and the partial index of PENDING
+//!    fines; no foreign key, check, trigger or other index. The accrual is one upsert statement,
+//!    the settlement keyset batches of `BENCH_BATCH_SIZE` fines along the partial index, each
+//!    fine with one CHARGE, in one transaction: what the hardware does with the work itself.
+//!    Its fines and ledger must equal finesettle's (checked).
+//!    The ratios printed are finesettle's against each: against (b) what our SQL costs on our
+//!    schema, against (m) what the schema's rules cost.
+//! 5. Per round, the temporary bytes finesettle's database wrote (`pg_stat_database.temp_bytes`)
+//!    and, at the end, this process's peak resident memory (`VmHWM`): it ran finesettle's side as
+//!    a replica would.
+//! 6. (c) the rerun of the settled date on the last round's A, under a newer fencing token: its time, and a
 //!    checksum of every fine and ledger row, including each row version's `xmin`, before and
 //!    after: equal means the rerun rewrote no row, not even with the same values.
-//! 5. (d) the same date on a fresh copy after `BENCH_IMPORTS` (default 10,000) back-dated imports
+//! 7. (d) the same date on a fresh copy after `BENCH_IMPORTS` (default 10,000) back-dated imports
 //!    (loans recorded now, overdue since January or February): their earlier months are accrued
 //!    and settled by the date too (`settlement::changes`). Its time next to the rounds' best
-//!    time without imports is the cost of the imports.
+//!    time without imports is the cost of the imports. `BENCH_EXTRAS=0` leaves (c) and (d) out.
 //!
 //! The seeded loans stand for history that earlier nights accrued: the seed empties the queue of
 //! recorded loans (`loan_change`), so rounds (a)/(b) measure an ordinary night with no import.
@@ -143,11 +157,7 @@ async fn main() -> anyhow::Result<()> {
                     }
                 }
             }
-            (
-                ours_t.context("ran")?,
-                hand_t.context("ran")?,
-                min_t.context("ran")?,
-            )
+            (ours_t.context("ran")?, hand_t.context("ran")?, min_t.context("ran")?)
         };
         let temp = temp_bytes(&pool_a, DB_A).await? - temp_before;
         let digest = result_digest(&pool_a).await?;
@@ -344,7 +354,11 @@ fn print_results(loans: i64, candidates: i64, batch_size: i64, concurrent: bool,
         "", "accrued", "accrue ms", "accrue rows/s", "settled", "settle ms", "settle rows/s", "date ms", "date fines/s"
     );
     for (round, r) in results.iter().enumerate() {
-        for (name, t) in [("finesettle", &r.ours), ("hand-written SQL", &r.hand), ("minimal schema", &r.min)] {
+        for (name, t) in [
+            ("finesettle", &r.ours),
+            ("hand-written SQL", &r.hand),
+            ("minimal schema", &r.min),
+        ] {
             println!(
                 "{:<30} {:>9} {:>10.0} {:>13.0} {:>9} {:>10.0} {:>13.0} {:>10.0} {:>13.0}",
                 format!("round {} {name}", round + 1),
@@ -375,7 +389,11 @@ fn print_results(loans: i64, candidates: i64, batch_size: i64, concurrent: bool,
         );
     }
     for (name, target, of) in [
-        ("hand-written SQL on our schema", 0.95, (|r: &Round| &r.hand) as fn(&Round) -> &Timings),
+        (
+            "hand-written SQL on our schema",
+            0.95,
+            (|r: &Round| &r.hand) as fn(&Round) -> &Timings,
+        ),
         ("the minimal schema", 0.5, |r: &Round| &r.min),
     ] {
         let ratio = |pick: fn(&Timings) -> f64| best(pick, |r| &r.ours) / best(pick, of);
@@ -397,7 +415,9 @@ fn print_results(loans: i64, candidates: i64, batch_size: i64, concurrent: bool,
         }
     }
     let temp = results.iter().map(|r| r.temp).max().unwrap_or(0);
-    println!("temporary space written by finesettle's database in a round (pg_stat_database.temp_bytes delta, largest): {temp} bytes");
+    println!(
+        "temporary space written by finesettle's database in a round (pg_stat_database.temp_bytes delta, largest): {temp} bytes"
+    );
 }
 
 /// The peak resident set of this process (`VmHWM` in /proc/self/status), which ran finesettle's
@@ -405,7 +425,11 @@ fn print_results(loans: i64, candidates: i64, batch_size: i64, concurrent: bool,
 fn peak_memory() -> String {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l["VmHWM:".len()..].trim().to_owned()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(|l| l["VmHWM:".len()..].trim().to_owned())
+        })
         .unwrap_or_else(|| "unknown".to_owned())
 }
 

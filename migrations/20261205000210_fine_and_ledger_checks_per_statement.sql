@@ -5,6 +5,19 @@
 -- changes. What changes is the price of a month-end date: see docs/DESIGN.md, "What the schema
 -- costs a month-end date".
 --
+-- The statements below change triggers and constraints of four tables, each taking its table (and
+-- a foreign key's, the referenced one) exclusively for a moment. Taken one by one, a running date
+-- of the previous release could hold the next one while waiting for one taken here: a deadlock,
+-- and this migration (so `serve`) would fail. All four are taken first, in the order a date
+-- takes them: it waits for a running date at the first one, holding none.
+-- (In a `do` block, so that applying the file with psql outside a transaction, as
+-- scripts/sqlx-prepare does, is not refused; sqlx runs it in the migration's transaction.)
+do $$
+begin
+    lock table loan, fine_record, member, ledger_entry in access exclusive mode;
+end;
+$$;
+
 -- 1. The status machine: the same function, called only when it has something to do.
 --
 -- `fine_record_check_transition()` refuses a move outside PENDING -> SETTLED -> VOID /
@@ -82,17 +95,21 @@ begin
         perform 1 from loan where id in (select loan_id from new_fines) for key share;
         perform 1 from member where id in (select member_id from new_fines) for key share;
     end if;
-    select n.loan_id into bad from new_fines n
-    where not exists (select 1 from loan l where l.id = n.loan_id) limit 1;
-    if found then
+    -- One probe per fine: a fine names its loan's member (the accrual copies it), and a loan's
+    -- member exists by the loan's own foreign key; only a fine naming another member costs a
+    -- second probe.
+    select n.loan_id, n.member_id, l.id is null as no_loan into bad
+    from new_fines n
+    left join loan l on l.id = n.loan_id
+    where l.id is null
+       or (l.member_id <> n.member_id and not exists (select 1 from member m where m.id = n.member_id))
+    limit 1;
+    if found and bad.no_loan then
         raise exception 'insert or update on table "fine_record" violates foreign key constraint "fine_record_loan_id_fkey"'
             using errcode = 'foreign_key_violation', constraint = 'fine_record_loan_id_fkey',
                   table = 'fine_record',
                   detail = format('Key (loan_id)=(%s) is not present in table "loan".', bad.loan_id);
-    end if;
-    select n.member_id into bad from new_fines n
-    where not exists (select 1 from member m where m.id = n.member_id) limit 1;
-    if found then
+    elsif found then
         raise exception 'insert or update on table "fine_record" violates foreign key constraint "fine_record_member_id_fkey"'
             using errcode = 'foreign_key_violation', constraint = 'fine_record_member_id_fkey',
                   table = 'fine_record',
@@ -124,10 +141,12 @@ begin
                   table = 'fine_record',
                   detail = format('Key (member_id)=(%s) is not present in table "member".', new.member_id);
     end if;
-    return null;
+    return new;
 end;
 $$;
-create trigger fine_record_parents_updated after update of loan_id, member_id on fine_record
+-- Before, not after: an after-row update trigger, even one that never fires, makes every update
+-- of a fine fetch the old row once more; the before-row trigger above already fetched it.
+create trigger fine_record_parents_updated before update of loan_id, member_id on fine_record
     for each row execute function fine_record_parents_updated();
 
 -- ledger_entry -> member, fine_record: inserted rows, once per statement.
@@ -140,21 +159,25 @@ begin
         perform 1 from member where id in (select member_id from new_entries) for key share;
         perform 1 from fine_record where id in (select fine_id from new_entries) for key share;
     end if;
-    select n.member_id into bad from new_entries n
-    where not exists (select 1 from member m where m.id = n.member_id) limit 1;
-    if found then
-        raise exception 'insert or update on table "ledger_entry" violates foreign key constraint "ledger_entry_member_id_fkey"'
-            using errcode = 'foreign_key_violation', constraint = 'ledger_entry_member_id_fkey',
-                  table = 'ledger_entry',
-                  detail = format('Key (member_id)=(%s) is not present in table "member".', bad.member_id);
-    end if;
-    select n.fine_id into bad from new_entries n
-    where n.fine_id is not null and not exists (select 1 from fine_record f where f.id = n.fine_id) limit 1;
-    if found then
+    -- One probe per CHARGE or REVERSAL: it names its fine's member, which exists since the fine
+    -- does (the rules above); a PAYMENT, or an entry naming another member, probes the member.
+    select n.member_id, n.fine_id, (n.fine_id is not null and f.id is null) as no_fine into bad
+    from new_entries n
+    left join fine_record f on f.id = n.fine_id
+    where (n.fine_id is not null and f.id is null)
+       or (f.member_id is distinct from n.member_id
+           and not exists (select 1 from member m where m.id = n.member_id))
+    limit 1;
+    if found and bad.no_fine then
         raise exception 'insert or update on table "ledger_entry" violates foreign key constraint "ledger_entry_fine_id_fkey"'
             using errcode = 'foreign_key_violation', constraint = 'ledger_entry_fine_id_fkey',
                   table = 'ledger_entry',
                   detail = format('Key (fine_id)=(%s) is not present in table "fine_record".', bad.fine_id);
+    elsif found then
+        raise exception 'insert or update on table "ledger_entry" violates foreign key constraint "ledger_entry_member_id_fkey"'
+            using errcode = 'foreign_key_violation', constraint = 'ledger_entry_member_id_fkey',
+                  table = 'ledger_entry',
+                  detail = format('Key (member_id)=(%s) is not present in table "member".', bad.member_id);
     end if;
     return null;
 end;
@@ -267,7 +290,7 @@ declare
     bad bigint;
 begin
     if tg_op = 'UPDATE' and new.id = old.id then
-        return null;
+        return new;
     end if;
     perform integrity_parent_check_isolation('removing fines');
     lock table ledger_entry in share mode;
@@ -284,7 +307,8 @@ begin
                   table = 'ledger_entry',
                   detail = format('Key (id)=(%s) is still referenced from table "ledger_entry".', bad);
     end if;
-    return null;
+    -- null for a delete or truncate (a statement trigger); the row for an update (before-row)
+    return new;
 end;
 $$;
 
@@ -307,7 +331,7 @@ create trigger member_truncated after truncate on member
 create trigger fine_record_removed after delete on fine_record
     referencing old table as removed
     for each statement execute function fine_record_removed();
-create trigger fine_record_rekeyed after update of id on fine_record
+create trigger fine_record_rekeyed before update of id on fine_record
     for each row execute function fine_record_removed();
 create trigger fine_record_truncated after truncate on fine_record
     for each statement execute function fine_record_removed();

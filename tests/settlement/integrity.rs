@@ -18,7 +18,9 @@ use crate::support::{fresh_db, walk};
 /// Asserts that `result` is the database refusing with `code`, naming `constraint`.
 fn refused<T: std::fmt::Debug>(result: Result<T, sqlx::Error>, code: &str, constraint: &str) {
     let err = result.expect_err("the database should refuse this");
-    let db = err.as_database_error().unwrap_or_else(|| panic!("not a database error: {err}"));
+    let db = err
+        .as_database_error()
+        .unwrap_or_else(|| panic!("not a database error: {err}"));
     assert_eq!(db.code().as_deref(), Some(code), "{db}");
     assert_eq!(db.constraint(), Some(constraint), "{db}");
 }
@@ -90,7 +92,10 @@ async fn a_fine_cannot_name_a_missing_loan_or_member() {
     let (fine, loan, member) = a_settled_fine(&db.pool).await;
     let (bare, bare_member) = a_bare_loan(&db.pool).await;
     let count = |pool: PgPool| async move {
-        sqlx::query_scalar::<_, i64>("select count(*) from fine_record").fetch_one(&pool).await.unwrap()
+        sqlx::query_scalar::<_, i64>("select count(*) from fine_record")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
     };
     let before = count(db.pool.clone()).await;
 
@@ -116,28 +121,41 @@ async fn a_fine_cannot_name_a_missing_loan_or_member() {
     );
     // The accrual's own upsert, with a loan that does not exist.
     refused(
-        sqlx::query(&*format!("{INSERT_FINE} on conflict (loan_id, settle_month) do nothing"))
-            .bind(-1)
-            .bind(member)
-            .execute(&db.pool)
-            .await,
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{INSERT_FINE} on conflict (loan_id, settle_month) do nothing"
+        )))
+        .bind(-1)
+        .bind(member)
+        .execute(&db.pool)
+        .await,
         "23503",
         "fine_record_loan_id_fkey",
     );
     // Moving an existing fine onto a missing loan or member.
     refused(
-        sqlx::query("update fine_record set loan_id = -1 where id = $1").bind(fine).execute(&db.pool).await,
+        sqlx::query("update fine_record set loan_id = -1 where id = $1")
+            .bind(fine)
+            .execute(&db.pool)
+            .await,
         "23503",
         "fine_record_loan_id_fkey",
     );
     refused(
-        sqlx::query("update fine_record set member_id = -1 where id = $1").bind(fine).execute(&db.pool).await,
+        sqlx::query("update fine_record set member_id = -1 where id = $1")
+            .bind(fine)
+            .execute(&db.pool)
+            .await,
         "23503",
         "fine_record_member_id_fkey",
     );
     assert_eq!(count(db.pool.clone()).await, before);
     // A fine of an existing loan and member is of course accepted.
-    sqlx::query(INSERT_FINE).bind(bare).bind(bare_member).execute(&db.pool).await.unwrap();
+    sqlx::query(INSERT_FINE)
+        .bind(bare)
+        .bind(bare_member)
+        .execute(&db.pool)
+        .await
+        .unwrap();
     let _ = loan;
     assert_no_orphans(&db.pool).await;
 }
@@ -147,7 +165,12 @@ async fn a_ledger_entry_cannot_name_a_missing_member_or_fine() {
     let db = settled_march().await;
     let (fine, _, member) = a_settled_fine(&db.pool).await;
     let (bare, bare_member) = a_bare_loan(&db.pool).await;
-    sqlx::query(INSERT_FINE).bind(bare).bind(bare_member).execute(&db.pool).await.unwrap();
+    sqlx::query(INSERT_FINE)
+        .bind(bare)
+        .bind(bare_member)
+        .execute(&db.pool)
+        .await
+        .unwrap();
     refused(
         sqlx::query(
             "insert into ledger_entry (member_id, fine_id, kind, amount_cents)
@@ -160,9 +183,11 @@ async fn a_ledger_entry_cannot_name_a_missing_member_or_fine() {
         "ledger_entry_fine_id_fkey",
     );
     refused(
-        sqlx::query("insert into ledger_entry (member_id, fine_id, kind, amount_cents) values (-1, null, 'PAYMENT', -100)")
-            .execute(&db.pool)
-            .await,
+        sqlx::query(
+            "insert into ledger_entry (member_id, fine_id, kind, amount_cents) values (-1, null, 'PAYMENT', -100)",
+        )
+        .execute(&db.pool)
+        .await,
         "23503",
         "ledger_entry_member_id_fkey",
     );
@@ -172,12 +197,18 @@ async fn a_ledger_entry_cannot_name_a_missing_member_or_fine() {
         .await
         .unwrap();
     refused(
-        sqlx::query("update ledger_entry set fine_id = -1 where id = $1").bind(charge).execute(&db.pool).await,
+        sqlx::query("update ledger_entry set fine_id = -1 where id = $1")
+            .bind(charge)
+            .execute(&db.pool)
+            .await,
         "23503",
         "ledger_entry_fine_id_fkey",
     );
     refused(
-        sqlx::query("update ledger_entry set member_id = -1 where id = $1").bind(charge).execute(&db.pool).await,
+        sqlx::query("update ledger_entry set member_id = -1 where id = $1")
+            .bind(charge)
+            .execute(&db.pool)
+            .await,
         "23503",
         "ledger_entry_member_id_fkey",
     );
@@ -192,58 +223,91 @@ async fn a_referenced_loan_member_or_fine_cannot_be_removed() {
 
     // The loan of a fine: deleted, given a new id, truncated.
     refused(
-        sqlx::query("delete from loan where id = $1").bind(loan).execute(&db.pool).await,
+        sqlx::query("delete from loan where id = $1")
+            .bind(loan)
+            .execute(&db.pool)
+            .await,
         "23503",
         "fine_record_loan_id_fkey",
     );
     refused(
-        sqlx::query("update loan set id = default where id = $1").bind(loan).execute(&db.pool).await,
+        sqlx::query("update loan set id = default where id = $1")
+            .bind(loan)
+            .execute(&db.pool)
+            .await,
         "23503",
         "fine_record_loan_id_fkey",
     );
-    assert!(sqlx::raw_sql("truncate loan, loan_change, notification").execute(&db.pool).await.is_err());
+    assert!(
+        sqlx::raw_sql("truncate loan, loan_change, notification")
+            .execute(&db.pool)
+            .await
+            .is_err()
+    );
 
     // A member named only by a fine (not by a loan, whose own key would refuse first), and one
     // named only by a payment.
     let (bare, _) = a_bare_loan(&db.pool).await;
-    let lone: i64 = sqlx::query_scalar("insert into member (name, email) values ('lone', 'lone@example.org') returning id")
-        .fetch_one(&db.pool)
+    let lone: i64 =
+        sqlx::query_scalar("insert into member (name, email) values ('lone', 'lone@example.org') returning id")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    sqlx::query(INSERT_FINE)
+        .bind(bare)
+        .bind(lone)
+        .execute(&db.pool)
         .await
         .unwrap();
-    sqlx::query(INSERT_FINE).bind(bare).bind(lone).execute(&db.pool).await.unwrap();
     refused(
-        sqlx::query("delete from member where id = $1").bind(lone).execute(&db.pool).await,
+        sqlx::query("delete from member where id = $1")
+            .bind(lone)
+            .execute(&db.pool)
+            .await,
         "23503",
         "fine_record_member_id_fkey",
     );
     refused(
-        sqlx::query("update member set id = default where id = $1").bind(lone).execute(&db.pool).await,
+        sqlx::query("update member set id = default where id = $1")
+            .bind(lone)
+            .execute(&db.pool)
+            .await,
         "23503",
         "fine_record_member_id_fkey",
     );
-    let payer: i64 = sqlx::query_scalar("insert into member (name, email) values ('payer', 'payer@example.org') returning id")
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
+    let payer: i64 =
+        sqlx::query_scalar("insert into member (name, email) values ('payer', 'payer@example.org') returning id")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
     sqlx::query("insert into ledger_entry (member_id, kind, amount_cents) values ($1, 'PAYMENT', -100)")
         .bind(payer)
         .execute(&db.pool)
         .await
         .unwrap();
     refused(
-        sqlx::query("delete from member where id = $1").bind(payer).execute(&db.pool).await,
+        sqlx::query("delete from member where id = $1")
+            .bind(payer)
+            .execute(&db.pool)
+            .await,
         "23503",
         "ledger_entry_member_id_fkey",
     );
 
     // The fine of a CHARGE.
     refused(
-        sqlx::query("delete from fine_record where id = $1").bind(fine).execute(&db.pool).await,
+        sqlx::query("delete from fine_record where id = $1")
+            .bind(fine)
+            .execute(&db.pool)
+            .await,
         "23503",
         "ledger_entry_fine_id_fkey",
     );
     refused(
-        sqlx::query("update fine_record set id = default where id = $1").bind(fine).execute(&db.pool).await,
+        sqlx::query("update fine_record set id = default where id = $1")
+            .bind(fine)
+            .execute(&db.pool)
+            .await,
         "23503",
         "ledger_entry_fine_id_fkey",
     );
@@ -251,16 +315,25 @@ async fn a_referenced_loan_member_or_fine_cannot_be_removed() {
     assert_no_orphans(&db.pool).await;
 
     // Parents nothing names go, and whole families go together.
-    let unnamed: i64 = sqlx::query_scalar("insert into member (name, email) values ('unnamed', 'unnamed@example.org') returning id")
-        .fetch_one(&db.pool)
+    let unnamed: i64 =
+        sqlx::query_scalar("insert into member (name, email) values ('unnamed', 'unnamed@example.org') returning id")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    sqlx::query("delete from member where id = $1")
+        .bind(unnamed)
+        .execute(&db.pool)
         .await
         .unwrap();
-    sqlx::query("delete from member where id = $1").bind(unnamed).execute(&db.pool).await.unwrap();
     sqlx::raw_sql("delete from ledger_entry; delete from fine_record")
         .execute(&db.pool)
         .await
         .unwrap();
-    sqlx::query("delete from loan where id = $1").bind(loan).execute(&db.pool).await.unwrap();
+    sqlx::query("delete from loan where id = $1")
+        .bind(loan)
+        .execute(&db.pool)
+        .await
+        .unwrap();
 }
 
 /// A fine inserted while its loan is deleted: whichever comes first, the other waits for it and
@@ -275,21 +348,38 @@ async fn a_fine_and_the_removal_of_its_loan_cannot_both_commit() {
         let mut tx = first.begin().await.unwrap();
         let (mut second, statement) = (PgConnection::connect(&url).await.unwrap(), {
             if fine_first {
-                sqlx::query(INSERT_FINE).bind(loan).bind(member).execute(&mut *tx).await.unwrap();
+                sqlx::query(INSERT_FINE)
+                    .bind(loan)
+                    .bind(member)
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
                 format!("delete from loan where id = {loan}")
             } else {
-                sqlx::query("delete from loan where id = $1").bind(loan).execute(&mut *tx).await.unwrap();
-                format!("insert into fine_record
+                sqlx::query("delete from loan where id = $1")
+                    .bind(loan)
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                format!(
+                    "insert into fine_record
                      (loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through, fencing_token)
-                     values ({loan}, {member}, date '2026-05-01', 3, 150, date '2026-05-18', 0)")
+                     values ({loan}, {member}, date '2026-05-01', 3, 150, date '2026-05-18', 0)"
+                )
             }
         });
         let waiting = tokio::spawn(async move {
-            let result = sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut second).await.map(|_| ());
+            let result = sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+                .execute(&mut second)
+                .await
+                .map(|_| ());
             (result, second)
         });
         tokio::time::sleep(Duration::from_millis(500)).await;
-        assert!(!waiting.is_finished(), "the second statement must wait for the first transaction");
+        assert!(
+            !waiting.is_finished(),
+            "the second statement must wait for the first transaction"
+        );
         tx.commit().await.unwrap();
         let (result, _) = tokio::time::timeout(Duration::from_secs(10), waiting)
             .await
@@ -312,14 +402,22 @@ async fn parents_are_removed_in_read_committed_and_children_checked_in_any_isola
         .execute(&mut *old)
         .await
         .unwrap();
-    sqlx::query("delete from loan where id = $1").bind(loan).execute(&db.pool).await.unwrap();
+    sqlx::query("delete from loan where id = $1")
+        .bind(loan)
+        .execute(&db.pool)
+        .await
+        .unwrap();
     let err = sqlx::query(INSERT_FINE)
         .bind(loan)
         .bind(member)
         .execute(&mut *old)
         .await
         .expect_err("a fine for a deleted loan");
-    let code = err.as_database_error().and_then(|e| e.code()).unwrap_or_default().into_owned();
+    let code = err
+        .as_database_error()
+        .and_then(|e| e.code())
+        .unwrap_or_default()
+        .into_owned();
     assert!(code == "40001" || code == "23503", "{err}");
     old.rollback().await.unwrap();
 
@@ -334,7 +432,11 @@ async fn parents_are_removed_in_read_committed_and_children_checked_in_any_isola
         .execute(&mut *rr)
         .await
         .expect_err("removing a loan in repeatable read");
-    assert_eq!(err.as_database_error().and_then(|e| e.code()).as_deref(), Some("0A000"), "{err}");
+    assert_eq!(
+        err.as_database_error().and_then(|e| e.code()).as_deref(),
+        Some("0A000"),
+        "{err}"
+    );
     rr.rollback().await.unwrap();
     assert_no_orphans(&db.pool).await;
 }
@@ -350,7 +452,11 @@ async fn a_fine_status_only_moves_forward_and_a_settled_amount_never_changes() {
     const TRANSITION: &str = "fine_record_status_transition";
     // Back to PENDING, whether or not the statement stamps updated_at itself (this release's
     // statements do; the check must not depend on it).
-    refused(update("update fine_record set status = 'PENDING' where id = $1").await, "23514", TRANSITION);
+    refused(
+        update("update fine_record set status = 'PENDING' where id = $1").await,
+        "23514",
+        TRANSITION,
+    );
     refused(
         update("update fine_record set status = 'PENDING', updated_at = now() where id = $1").await,
         "23514",
@@ -375,11 +481,20 @@ async fn a_fine_status_only_moves_forward_and_a_settled_amount_never_changes() {
         "23514",
         TRANSITION,
     );
-    refused(update("update fine_record set status = 'PENDING' where id = $1").await, "23514", TRANSITION);
+    refused(
+        update("update fine_record set status = 'PENDING' where id = $1").await,
+        "23514",
+        TRANSITION,
+    );
 
     // PENDING -> SETTLED and PENDING -> VOID are allowed.
     let (bare, member) = a_bare_loan(&db.pool).await;
-    sqlx::query(INSERT_FINE).bind(bare).bind(member).execute(&db.pool).await.unwrap();
+    sqlx::query(INSERT_FINE)
+        .bind(bare)
+        .bind(member)
+        .execute(&db.pool)
+        .await
+        .unwrap();
     let pending: i64 = sqlx::query_scalar("select id from fine_record where loan_id = $1")
         .bind(bare)
         .fetch_one(&db.pool)
@@ -427,10 +542,11 @@ async fn a_fine_has_one_charge() {
         "23505",
         "ledger_entry_fine_kind_key",
     );
-    let charges: i64 =
-        sqlx::query_scalar("select count(*) from ledger_entry where kind = 'CHARGE' group by fine_id order by 1 desc limit 1")
-            .fetch_one(&db.pool)
-            .await
-            .unwrap();
+    let charges: i64 = sqlx::query_scalar(
+        "select count(*) from ledger_entry where kind = 'CHARGE' group by fine_id order by 1 desc limit 1",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
     assert_eq!(charges, 1);
 }
