@@ -67,7 +67,9 @@ const ACCRUE_BATCH: &str = r#"
         set overdue_days = excluded.overdue_days,
             amount_cents = excluded.amount_cents,
             accrued_through = excluded.accrued_through,
-            fencing_token = excluded.fencing_token
+            fencing_token = excluded.fencing_token,
+            -- stamped here, so the row trigger need not run (migration 20261205000210)
+            updated_at = now()
         -- never a SETTLED or VOID fine, never backwards (a rerun or an earlier date: no-op)
         where fine_record.status = 'PENDING'
           and fine_record.accrued_through < excluded.accrued_through

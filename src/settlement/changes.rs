@@ -78,7 +78,9 @@ const CHANGE_BATCH: &str = r#"
         set overdue_days = excluded.overdue_days,
             amount_cents = excluded.amount_cents,
             accrued_through = excluded.accrued_through,
-            fencing_token = excluded.fencing_token
+            fencing_token = excluded.fencing_token,
+            -- stamped here, so the row trigger need not run (migration 20261205000210)
+            updated_at = now()
         -- the same guards as the nightly accrual: never a SETTLED or VOID fine, never backwards
         where fine_record.status = 'PENDING'
           and fine_record.accrued_through < excluded.accrued_through

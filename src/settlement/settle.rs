@@ -103,7 +103,9 @@ impl SettleBatch {
 /// $6 fencing token, $7 the void reason.
 const SETTLE_BATCH: &str = r#"
     with picked as (
-        select f.id, f.settle_month, f.loan_id, l.daily_fine_cents,
+        -- the row's physical address too: the row is locked until commit, so it stays there,
+        -- and the update below finds it without a second walk of the primary key
+        select f.ctid as row, f.id, f.settle_month, f.loan_id, l.daily_fine_cents,
                greatest(l.due_on + 1, f.settle_month) as first_day,
                -- the last day that can count: the month end, or the return if earlier
                least((f.settle_month + interval '1 month')::date - 1, l.returned_on) as last_day
@@ -118,7 +120,7 @@ const SETTLE_BATCH: &str = r#"
         for update of f skip locked
     ),
     recomputed as (
-        select id, daily_fine_cents,
+        select row, id, daily_fine_cents,
                greatest(last_day - first_day + 1, 0) as days,
                -- a return corrected to before the month leaves nothing in it: keep the date
                -- inside the month (fine_record_accrued_in_month)
@@ -134,9 +136,11 @@ const SETTLE_BATCH: &str = r#"
             settled_at = case when x.days > 0 then now() end,
             voided_at = case when x.days = 0 then now() end,
             void_reason = case when x.days = 0 then $7 end,
-            fencing_token = $6
+            fencing_token = $6,
+            -- stamped here, so the row trigger need not run (migration 20261205000210)
+            updated_at = now()
         from recomputed x
-        where f.id = x.id and f.status = 'PENDING'
+        where f.ctid = x.row and f.status = 'PENDING'
         returning f.id, f.member_id, f.status, f.amount_cents
     ),
     charged as (

@@ -75,8 +75,8 @@ pub async fn balance(executor: impl sqlx::PgExecutor<'_>, member_id: i64) -> sql
 /// member.
 ///
 /// Payments of one member then run one after the other, so the balance each one reports is the
-/// balance right after it. `for no key update` does not block the foreign-key checks of other
-/// ledger inserts (the settlement job's charges), only other payments of this member.
+/// balance right after it. `for no key update` blocks only other payments of this member, not the
+/// settlement job's charges (their member checks take no row lock, migration 20261205000210).
 pub async fn lock_account(conn: &mut PgConnection, member_id: i64) -> sqlx::Result<bool> {
     let found = sqlx::query_scalar!(r#"select id from member where id = $1 for no key update"#, member_id)
         .fetch_optional(conn)

@@ -244,18 +244,16 @@ async fn a_run_meeting_this_replicas_fire_is_told_what_the_fire_is_doing() {
         .execute(&mut *previous_holder)
         .await
         .unwrap();
-    // A loan whose fine the walk will wait for: its row is locked below, as another writer would.
+    // A loan whose fine the walk will wait to write (below).
     let member = app.create_member("Ada", "ada@example.com").await;
     let book = app.create_book("Notes").await;
-    let loan = app
-        .create_loan_from(
-            member["id"].as_i64().unwrap(),
-            book["id"].as_i64().unwrap(),
-            earlier - chrono::Days::new(20),
-            earlier - chrono::Days::new(10),
-        )
-        .await;
-    let loan_id = loan["id"].as_i64().unwrap();
+    app.create_loan_from(
+        member["id"].as_i64().unwrap(),
+        book["id"].as_i64().unwrap(),
+        earlier - chrono::Days::new(20),
+        earlier - chrono::Days::new(10),
+    )
+    .await;
 
     let job = app.job.clone();
     let fire = tokio::spawn(async move {
@@ -276,10 +274,11 @@ async fn a_run_meeting_this_replicas_fire_is_told_what_the_fire_is_doing() {
         "{problem}"
     );
 
-    // The walk's accrual waits on the loan's fine row, locked by another transaction.
+    // The walk's accrual waits to write the loan's fine: another transaction holds the fines'
+    // table in SHARE mode (as removing a loan does, migration 20261205000210). A row lock on the
+    // loan no longer holds it up: the accrual locks no loan since the foreign keys went.
     let mut writer = app.pool.begin().await.unwrap();
-    sqlx::query("select 1 from loan where id = $1 for update")
-        .bind(loan_id)
+    sqlx::raw_sql("lock table fine_record in share mode")
         .execute(&mut *writer)
         .await
         .unwrap();

@@ -16,5 +16,6 @@ mod correctness;
 mod failures;
 mod fencing;
 mod imports;
+mod integrity;
 mod reruns;
 mod walk;

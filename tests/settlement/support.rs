@@ -22,6 +22,13 @@ pub struct Db {
     _database: TestDatabase,
 }
 
+impl Db {
+    /// The database's URL, for connections of a test's own.
+    pub fn url(&self) -> String {
+        self._database.url().to_owned()
+    }
+}
+
 pub async fn fresh_db() -> Db {
     finesettle::telemetry::init();
     let database = TestDatabase::create().await;
