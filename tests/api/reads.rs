@@ -97,18 +97,26 @@ async fn no_read_waits_on_the_settlements_locks() {
 
     // A member whose overdue loan has a PENDING fine for the month (committed before the run, so
     // the settlement updates an existing row), and an older SETTLED fine: balance 300.
-    let member = app.create_member("Ada", "ada@example.org").await["id"].as_i64().unwrap();
+    let member = app.create_member("Ada", "ada@example.org").await["id"]
+        .as_i64()
+        .unwrap();
     let book = insert_book(&app.pool, "Gödel, Escher, Bach").await;
     let loan = insert_loan(&app.pool, member, book, month - Days::new(40), month + Days::new(4)).await;
-    let old_fine = insert_fine(&app.pool, loan, month - Days::new(1), 6, 300, "SETTLED").await;
+    let previous_month = (month - Days::new(1)).with_day(1).unwrap();
+    let old_fine = insert_fine(&app.pool, loan, previous_month, 6, 300, "SETTLED").await;
     let fine = insert_fine(&app.pool, loan, month, 1, 50, "PENDING").await;
     // The fixture accrued the fine through the month's end; the run must still update it.
-    sqlx::query("update fine_record set accrued_through = settle_month, overdue_days = 0, amount_cents = 0 where id = $1")
-        .bind(fine)
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    assert_eq!(read(&app, &format!("/api/v1/members/{member}")).await["balance_cents"], 300);
+    sqlx::query(
+        "update fine_record set accrued_through = settle_month, overdue_days = 0, amount_cents = 0 where id = $1",
+    )
+    .bind(fine)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        read(&app, &format!("/api/v1/members/{member}")).await["balance_cents"],
+        300
+    );
 
     stop_settlements_before_commit(&app).await;
     let mut holder = PgConnection::connect(app.database.url()).await.unwrap();
@@ -125,11 +133,17 @@ async fn no_read_waits_on_the_settlements_locks() {
     wait_until_held(&app).await;
 
     // The open settlement holds the fine's row (it settled it), and the rows its CHARGE refers to.
-    assert!(row_is_locked(&app, "fine_record", fine).await, "the settlement holds the fine");
+    assert!(
+        row_is_locked(&app, "fine_record", fine).await,
+        "the settlement holds the fine"
+    );
 
     // Every read of the member's data answers, from what was committed before the settlement.
     let got = read(&app, &format!("/api/v1/members/{member}")).await;
-    assert_eq!(got["balance_cents"], 300, "the open settlement's CHARGE is not visible yet");
+    assert_eq!(
+        got["balance_cents"], 300,
+        "the open settlement's CHARGE is not visible yet"
+    );
     let members = read(&app, "/api/v1/members").await;
     assert_eq!(members["items"][0]["balance_cents"], 300);
     let ledger = read(&app, &format!("/api/v1/members/{member}/ledger")).await;
@@ -137,7 +151,10 @@ async fn no_read_waits_on_the_settlements_locks() {
     let fines = read(&app, &format!("/api/v1/fines?member_id={member}")).await;
     assert_eq!(fines["items"].as_array().unwrap().len(), 2);
     assert_eq!(read(&app, &format!("/api/v1/fines/{fine}")).await["status"], "PENDING");
-    assert_eq!(read(&app, &format!("/api/v1/fines/{old_fine}")).await["status"], "SETTLED");
+    assert_eq!(
+        read(&app, &format!("/api/v1/fines/{old_fine}")).await["status"],
+        "SETTLED"
+    );
     let loans = read(&app, &format!("/api/v1/loans?member_id={member}")).await;
     assert_eq!(loans["items"][0]["id"], loan);
     assert_eq!(read(&app, &format!("/api/v1/loans/{loan}")).await["id"], loan);
@@ -187,4 +204,35 @@ async fn no_read_waits_on_the_settlements_locks() {
         read(&app, &format!("/api/v1/members/{member}")).await["balance_cents"],
         300 + amount
     );
+}
+
+/// The connections the reads keep (`store::reads`) are tested before use once idle: a server
+/// that dropped them (a restart, a failover) while the service sat idle costs no request.
+#[tokio::test]
+async fn reads_answer_after_the_server_dropped_their_idle_connections() {
+    let app = spawn_app_with(|_| {}).await;
+    let member = app.create_member("Ada", "ada@example.org").await["id"]
+        .as_i64()
+        .unwrap();
+    for _ in 0..6 {
+        read(&app, &format!("/api/v1/members/{member}")).await;
+        read(&app, &format!("/api/v1/fines?member_id={member}")).await;
+    }
+
+    let dropped: i64 = sqlx::query_scalar(
+        "select count(*) from (select pg_terminate_backend(pid) from pg_stat_activity
+         where datname = current_database() and pid <> pg_backend_pid()) t",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(dropped > 0, "the service had connections");
+    tokio::time::sleep(finesettle::store::reads::IDLE_CHECK + Duration::from_millis(300)).await;
+
+    for _ in 0..6 {
+        assert_eq!(read(&app, &format!("/api/v1/members/{member}")).await["id"], member);
+        read(&app, &format!("/api/v1/members/{member}/ledger")).await;
+        read(&app, &format!("/api/v1/fines?member_id={member}")).await;
+        read(&app, &format!("/api/v1/loans?member_id={member}")).await;
+    }
 }
