@@ -16,7 +16,7 @@ use crate::jobs::SettleJob;
 use crate::jobs::scheduler::Scheduler;
 use crate::lock::JobLock;
 use crate::reminders::{self, ReminderWorkerConfig};
-use crate::state::AppState;
+use crate::state::{AppState, AppStateParts};
 use crate::{store, telemetry};
 
 pub struct Application {
@@ -44,13 +44,14 @@ impl Application {
         let time = DatabaseTime::new(clock, pool.clone());
         let job = SettleJob::new(pool.clone(), lock, time, &settings)?;
         let alerts = AlertWorkerConfig::for_job(&job, &settings)?;
-        let state = AppState {
+        let state = AppState::new(AppStateParts {
+            reads: store::reads::ReadConnections::new(pool.clone(), settings.db_max_connections),
             pool,
             tokens: Arc::new(settings.api_tokens.clone()),
             settings: Arc::new(settings),
             redis,
             job,
-        };
+        });
         Ok(Application {
             listener,
             state,
@@ -130,6 +131,7 @@ impl Application {
         for worker in workers {
             let _ = worker.await;
         }
+        self.state.reads.close().await;
         pool.close().await;
         Ok(())
     }

@@ -10,11 +10,33 @@ use sqlx::PgPool;
 
 use crate::config::{ApiTokens, Settings};
 use crate::jobs::SettleJob;
+use crate::store::reads::ReadConnections;
 
-/// Cheap to clone: every field is a pool or an `Arc`.
+/// Cheap to clone: one `Arc`. Every request clones it more than once (the auth layer, each
+/// `State` extractor), and a clone per field showed in the read path's profile
+/// (load/results/reads.md).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppStateParts>);
+
+impl AppState {
+    pub fn new(parts: AppStateParts) -> Self {
+        AppState(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = AppStateParts;
+
+    fn deref(&self) -> &AppStateParts {
+        &self.0
+    }
+}
+
+/// What [`AppState`] holds.
+pub struct AppStateParts {
     pub pool: PgPool,
+    /// Connections of `pool` kept for the hottest reads (see [`ReadConnections`]).
+    pub reads: ReadConnections,
     pub settings: Arc<Settings>,
     pub tokens: Arc<ApiTokens>,
     pub redis: Option<deadpool_redis::Pool>,

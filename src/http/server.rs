@@ -47,7 +47,12 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ConnectionLimi
         };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok((stream, _)) => {
+                    // Answers go out as soon as they are written, not after the client's ACK of
+                    // the previous segment (Nagle), which a kept-alive client would wait for.
+                    let _ = stream.set_nodelay(true);
+                    stream
+                }
                 Err(error) => {
                     // Out of file descriptors, say: wait a little rather than spin.
                     tracing::warn!(error = %error, "accepting a connection failed");

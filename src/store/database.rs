@@ -24,6 +24,18 @@ pub async fn connect(database_url: &str, max_connections: u32) -> anyhow::Result
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(5))
+        // sqlx pings every connection it hands out: a round trip before each statement, as
+        // costly as the statement on a busy replica (load/results/reads.md). Only a connection
+        // that sat idle is tested now; one in use a moment ago is alive or fails its statement.
+        .test_before_acquire(false)
+        .before_acquire(|connection, meta| {
+            Box::pin(async move {
+                if meta.idle_for > super::reads::IDLE_CHECK {
+                    connection.ping().await?;
+                }
+                Ok(true)
+            })
+        })
         .connect_with(options)
         .await?;
     Ok(pool)

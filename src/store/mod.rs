@@ -17,6 +17,7 @@ pub mod ledger;
 pub mod loans;
 pub mod members;
 pub mod notifications;
+pub mod reads;
 pub mod replica_clocks;
 pub mod schema;
 pub mod start_date;

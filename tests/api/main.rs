@@ -15,3 +15,4 @@ mod ledger;
 mod loans;
 mod members;
 mod openapi;
+mod reads;

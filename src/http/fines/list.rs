@@ -76,6 +76,8 @@ pub async fn list_fines(
     Query(params): Query<FineListParams>,
 ) -> Result<Json<Page<Fine>>, ApiError> {
     let (filter, page) = params.validate()?;
-    let rows = store::fines::list(&state.pool, filter, page).await?;
+    let mut connection = state.reads.acquire().await?;
+    let rows = store::fines::list(&mut *connection, filter, page).await;
+    let rows = connection.check(rows)?;
     Ok(Json(Page::from_rows(rows, page, |f| f.id).map(Fine::from)))
 }

@@ -41,13 +41,16 @@ pub async fn list_loans(
     Query(params): Query<LoanListParams>,
 ) -> Result<Json<Page<Loan>>, ApiError> {
     let page = page_request(params.limit, params.cursor.as_deref())?;
-    let today = store::clock::business_today(&state.pool, state.settings.business_tz).await?;
+    let mut connection = state.reads.acquire().await?;
+    let today = store::clock::business_today(&mut *connection, state.settings.business_tz).await;
+    let today = connection.check(today)?;
     let filter = LoanFilter {
         member_id: params.member_id,
         status: params.status,
         today,
     };
-    let rows = store::loans::list(&state.pool, filter, page).await?;
+    let rows = store::loans::list(&mut *connection, filter, page).await;
+    let rows = connection.check(rows)?;
     Ok(Json(
         Page::from_rows(rows, page, |l| l.id).map(|row| Loan::new(row, today)),
     ))

@@ -16,8 +16,8 @@ use crate::store;
     ),
 )]
 pub async fn get_member(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Json<Member>, ApiError> {
-    let row = store::members::find(&state.pool, id)
-        .await?
-        .ok_or(ApiError::NotFound("member"))?;
+    let mut connection = state.reads.acquire().await?;
+    let found = store::members::find(&mut *connection, id).await;
+    let row = connection.check(found)?.ok_or(ApiError::NotFound("member"))?;
     Ok(Json(row))
 }

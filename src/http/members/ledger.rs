@@ -23,7 +23,12 @@ pub async fn member_ledger(
     Query(params): Query<PageParams>,
 ) -> Result<Json<Page<LedgerEntry>>, ApiError> {
     let page = params.validate()?;
-    super::require_member(&state, member_id).await?;
-    let rows = store::ledger::list_for_member(&state.pool, member_id, page).await?;
+    let mut connection = state.reads.acquire().await?;
+    let exists = store::members::exists(&mut *connection, member_id).await;
+    if !connection.check(exists)? {
+        return Err(ApiError::NotFound("member"));
+    }
+    let rows = store::ledger::list_for_member(&mut *connection, member_id, page).await;
+    let rows = connection.check(rows)?;
     Ok(Json(Page::from_rows(rows, page, |e| e.id).map(LedgerEntry::from)))
 }
