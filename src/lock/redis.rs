@@ -116,7 +116,8 @@ end
 local now = redis.call('TIME')
 local locked_at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local value = ARGV[1] .. ':' .. string.format('%d', token) .. ':' .. string.format('%d', locked_at) .. ':' .. ARGV[2]
-redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[3])
+-- the expiry counts from locked_at itself: PX would count from a later millisecond
+redis.call('SET', KEYS[1], value, 'NX', 'PXAT', string.format('%d', locked_at + tonumber(ARGV[3])))
 return {1, value, redis.call('PEXPIRETIME', KEYS[1])}
 ";
 
@@ -144,7 +145,7 @@ local owner, token, holder = string.match(ARGV[1], '^([^:]*):([^:]*):[^:]*:(.*)$
 local now = redis.call('TIME')
 local locked_at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local value = owner .. ':' .. token .. ':' .. string.format('%d', locked_at) .. ':' .. holder
-redis.call('SET', KEYS[1], value, 'XX', 'PX', ARGV[2])
+redis.call('SET', KEYS[1], value, 'XX', 'PXAT', string.format('%d', locked_at + tonumber(ARGV[2])))
 return {value, redis.call('PEXPIRETIME', KEYS[1])}
 ";
 

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use finesettle::lock::{Acquired, JobLock};
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::common::spawn_app;
@@ -107,39 +107,34 @@ impl WireCounter {
 /// Copies both ways until either side closes, counting a turn each time the client sends after
 /// the server last sent (or for the first time).
 async fn relay(mut client: TcpStream, mut server: TcpStream, turns: Arc<AtomicUsize>) {
-    let server_spoke_last = Arc::new(AtomicBool::new(true));
-    let (mut client_read, mut client_write) = client.split();
-    let (mut server_read, mut server_write) = server.split();
-    let upstream = async {
-        let mut buffer = vec![0; 64 * 1024];
-        loop {
-            let n = client_read.read(&mut buffer).await.unwrap_or(0);
-            if n == 0 {
-                break;
-            }
-            if server_spoke_last.swap(false, Ordering::SeqCst) {
-                turns.fetch_add(1, Ordering::SeqCst);
-            }
-            if server_write.write_all(&buffer[..n]).await.is_err() {
-                break;
-            }
+    let server_spoke_last = AtomicBool::new(true);
+    let (client_read, client_write) = client.split();
+    let (server_read, server_write) = server.split();
+    let upstream = pipe(client_read, server_write, || {
+        if server_spoke_last.swap(false, Ordering::SeqCst) {
+            turns.fetch_add(1, Ordering::SeqCst);
         }
-    };
-    let downstream = async {
-        let mut buffer = vec![0; 64 * 1024];
-        loop {
-            let n = server_read.read(&mut buffer).await.unwrap_or(0);
-            if n == 0 {
-                break;
-            }
-            server_spoke_last.store(true, Ordering::SeqCst);
-            if client_write.write_all(&buffer[..n]).await.is_err() {
-                break;
-            }
-        }
-    };
+    });
+    let downstream = pipe(server_read, client_write, || {
+        server_spoke_last.store(true, Ordering::SeqCst)
+    });
     tokio::select! {
         () = upstream => {}
         () = downstream => {}
+    }
+}
+
+/// Copies `from` to `to` until either closes, calling `on_read` for each chunk before passing it on.
+async fn pipe(mut from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin, on_read: impl Fn()) {
+    let mut buffer = vec![0; 64 * 1024];
+    loop {
+        let n = from.read(&mut buffer).await.unwrap_or(0);
+        if n == 0 {
+            return;
+        }
+        on_read();
+        if to.write_all(&buffer[..n]).await.is_err() {
+            return;
+        }
     }
 }

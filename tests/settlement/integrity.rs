@@ -25,6 +25,11 @@ fn refused<T: std::fmt::Debug>(result: Result<T, sqlx::Error>, code: &str, const
     assert_eq!(db.constraint(), Some(constraint), "{db}");
 }
 
+/// Runs `sql` with `id` bound to `$1` and checks that a missing parent refuses it, naming `constraint`.
+async fn refused_with(pool: &PgPool, sql: &'static str, id: i64, constraint: &str) {
+    refused(sqlx::query(sql).bind(id).execute(pool).await, "23503", constraint);
+}
+
 /// Every fine and ledger entry names a loan, member and fine that exist.
 async fn assert_no_orphans(pool: &PgPool) {
     let orphans: (i64, i64, i64, i64) = sqlx::query_as(
@@ -132,22 +137,20 @@ async fn a_fine_cannot_name_a_missing_loan_or_member() {
         "fine_record_loan_id_fkey",
     );
     // Moving an existing fine onto a missing loan or member.
-    refused(
-        sqlx::query("update fine_record set loan_id = -1 where id = $1")
-            .bind(fine)
-            .execute(&db.pool)
-            .await,
-        "23503",
+    refused_with(
+        &db.pool,
+        "update fine_record set loan_id = -1 where id = $1",
+        fine,
         "fine_record_loan_id_fkey",
-    );
-    refused(
-        sqlx::query("update fine_record set member_id = -1 where id = $1")
-            .bind(fine)
-            .execute(&db.pool)
-            .await,
-        "23503",
+    )
+    .await;
+    refused_with(
+        &db.pool,
+        "update fine_record set member_id = -1 where id = $1",
+        fine,
         "fine_record_member_id_fkey",
-    );
+    )
+    .await;
     assert_eq!(count(db.pool.clone()).await, before);
     // A fine of an existing loan and member is of course accepted.
     sqlx::query(INSERT_FINE)
@@ -196,22 +199,20 @@ async fn a_ledger_entry_cannot_name_a_missing_member_or_fine() {
         .fetch_one(&db.pool)
         .await
         .unwrap();
-    refused(
-        sqlx::query("update ledger_entry set fine_id = -1 where id = $1")
-            .bind(charge)
-            .execute(&db.pool)
-            .await,
-        "23503",
+    refused_with(
+        &db.pool,
+        "update ledger_entry set fine_id = -1 where id = $1",
+        charge,
         "ledger_entry_fine_id_fkey",
-    );
-    refused(
-        sqlx::query("update ledger_entry set member_id = -1 where id = $1")
-            .bind(charge)
-            .execute(&db.pool)
-            .await,
-        "23503",
+    )
+    .await;
+    refused_with(
+        &db.pool,
+        "update ledger_entry set member_id = -1 where id = $1",
+        charge,
         "ledger_entry_member_id_fkey",
-    );
+    )
+    .await;
     assert_no_orphans(&db.pool).await;
 }
 
@@ -222,22 +223,20 @@ async fn a_referenced_loan_member_or_fine_cannot_be_removed() {
     sqlx::query("delete from loan_change").execute(&db.pool).await.unwrap();
 
     // The loan of a fine: deleted, given a new id, truncated.
-    refused(
-        sqlx::query("delete from loan where id = $1")
-            .bind(loan)
-            .execute(&db.pool)
-            .await,
-        "23503",
+    refused_with(
+        &db.pool,
+        "delete from loan where id = $1",
+        loan,
         "fine_record_loan_id_fkey",
-    );
-    refused(
-        sqlx::query("update loan set id = default where id = $1")
-            .bind(loan)
-            .execute(&db.pool)
-            .await,
-        "23503",
+    )
+    .await;
+    refused_with(
+        &db.pool,
+        "update loan set id = default where id = $1",
+        loan,
         "fine_record_loan_id_fkey",
-    );
+    )
+    .await;
     assert!(
         sqlx::raw_sql("truncate loan, loan_change, notification")
             .execute(&db.pool)
@@ -259,22 +258,20 @@ async fn a_referenced_loan_member_or_fine_cannot_be_removed() {
         .execute(&db.pool)
         .await
         .unwrap();
-    refused(
-        sqlx::query("delete from member where id = $1")
-            .bind(lone)
-            .execute(&db.pool)
-            .await,
-        "23503",
+    refused_with(
+        &db.pool,
+        "delete from member where id = $1",
+        lone,
         "fine_record_member_id_fkey",
-    );
-    refused(
-        sqlx::query("update member set id = default where id = $1")
-            .bind(lone)
-            .execute(&db.pool)
-            .await,
-        "23503",
+    )
+    .await;
+    refused_with(
+        &db.pool,
+        "update member set id = default where id = $1",
+        lone,
         "fine_record_member_id_fkey",
-    );
+    )
+    .await;
     let payer: i64 =
         sqlx::query_scalar("insert into member (name, email) values ('payer', 'payer@example.org') returning id")
             .fetch_one(&db.pool)
@@ -285,32 +282,29 @@ async fn a_referenced_loan_member_or_fine_cannot_be_removed() {
         .execute(&db.pool)
         .await
         .unwrap();
-    refused(
-        sqlx::query("delete from member where id = $1")
-            .bind(payer)
-            .execute(&db.pool)
-            .await,
-        "23503",
+    refused_with(
+        &db.pool,
+        "delete from member where id = $1",
+        payer,
         "ledger_entry_member_id_fkey",
-    );
+    )
+    .await;
 
     // The fine of a CHARGE.
-    refused(
-        sqlx::query("delete from fine_record where id = $1")
-            .bind(fine)
-            .execute(&db.pool)
-            .await,
-        "23503",
+    refused_with(
+        &db.pool,
+        "delete from fine_record where id = $1",
+        fine,
         "ledger_entry_fine_id_fkey",
-    );
-    refused(
-        sqlx::query("update fine_record set id = default where id = $1")
-            .bind(fine)
-            .execute(&db.pool)
-            .await,
-        "23503",
+    )
+    .await;
+    refused_with(
+        &db.pool,
+        "update fine_record set id = default where id = $1",
+        fine,
         "ledger_entry_fine_id_fkey",
-    );
+    )
+    .await;
     assert!(sqlx::raw_sql("truncate fine_record").execute(&db.pool).await.is_err());
     assert_no_orphans(&db.pool).await;
 
