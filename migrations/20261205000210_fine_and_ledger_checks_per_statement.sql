@@ -80,6 +80,28 @@ begin
 end;
 $$;
 
+-- The dropped foreign key's own errors, raised by the checks that replace it: SQLSTATE 23503, the
+-- constraint's name and PostgreSQL's wording, so both releases map them as before.
+create function raise_missing_parent(child text, fk text, child_column text, parent text, key bigint)
+returns void
+language plpgsql as $$
+begin
+    raise exception 'insert or update on table "%" violates foreign key constraint "%"', child, fk
+        using errcode = 'foreign_key_violation', constraint = fk, table = child,
+              detail = format('Key (%s)=(%s) is not present in table "%s".', child_column, key, parent);
+end;
+$$;
+
+create function raise_parent_in_use(parent text, fk text, child text, key bigint)
+returns void
+language plpgsql as $$
+begin
+    raise exception 'update or delete on table "%" violates foreign key constraint "%" on table "%"', parent, fk, child
+        using errcode = 'foreign_key_violation', constraint = fk, table = child,
+              detail = format('Key (id)=(%s) is still referenced from table "%s".', key, child);
+end;
+$$;
+
 alter table fine_record drop constraint fine_record_loan_id_fkey;
 alter table fine_record drop constraint fine_record_member_id_fkey;
 alter table ledger_entry drop constraint ledger_entry_member_id_fkey;
@@ -105,15 +127,9 @@ begin
        or (l.member_id <> n.member_id and not exists (select 1 from member m where m.id = n.member_id))
     limit 1;
     if found and bad.no_loan then
-        raise exception 'insert or update on table "fine_record" violates foreign key constraint "fine_record_loan_id_fkey"'
-            using errcode = 'foreign_key_violation', constraint = 'fine_record_loan_id_fkey',
-                  table = 'fine_record',
-                  detail = format('Key (loan_id)=(%s) is not present in table "loan".', bad.loan_id);
+        perform raise_missing_parent('fine_record', 'fine_record_loan_id_fkey', 'loan_id', 'loan', bad.loan_id);
     elsif found then
-        raise exception 'insert or update on table "fine_record" violates foreign key constraint "fine_record_member_id_fkey"'
-            using errcode = 'foreign_key_violation', constraint = 'fine_record_member_id_fkey',
-                  table = 'fine_record',
-                  detail = format('Key (member_id)=(%s) is not present in table "member".', bad.member_id);
+        perform raise_missing_parent('fine_record', 'fine_record_member_id_fkey', 'member_id', 'member', bad.member_id);
     end if;
     return null;
 end;
@@ -129,17 +145,11 @@ language plpgsql as $$
 begin
     perform 1 from loan where id = new.loan_id for key share;
     if not found then
-        raise exception 'insert or update on table "fine_record" violates foreign key constraint "fine_record_loan_id_fkey"'
-            using errcode = 'foreign_key_violation', constraint = 'fine_record_loan_id_fkey',
-                  table = 'fine_record',
-                  detail = format('Key (loan_id)=(%s) is not present in table "loan".', new.loan_id);
+        perform raise_missing_parent('fine_record', 'fine_record_loan_id_fkey', 'loan_id', 'loan', new.loan_id);
     end if;
     perform 1 from member where id = new.member_id for key share;
     if not found then
-        raise exception 'insert or update on table "fine_record" violates foreign key constraint "fine_record_member_id_fkey"'
-            using errcode = 'foreign_key_violation', constraint = 'fine_record_member_id_fkey',
-                  table = 'fine_record',
-                  detail = format('Key (member_id)=(%s) is not present in table "member".', new.member_id);
+        perform raise_missing_parent('fine_record', 'fine_record_member_id_fkey', 'member_id', 'member', new.member_id);
     end if;
     return new;
 end;
@@ -169,15 +179,9 @@ begin
            and not exists (select 1 from member m where m.id = n.member_id))
     limit 1;
     if found and bad.no_fine then
-        raise exception 'insert or update on table "ledger_entry" violates foreign key constraint "ledger_entry_fine_id_fkey"'
-            using errcode = 'foreign_key_violation', constraint = 'ledger_entry_fine_id_fkey',
-                  table = 'ledger_entry',
-                  detail = format('Key (fine_id)=(%s) is not present in table "fine_record".', bad.fine_id);
+        perform raise_missing_parent('ledger_entry', 'ledger_entry_fine_id_fkey', 'fine_id', 'fine_record', bad.fine_id);
     elsif found then
-        raise exception 'insert or update on table "ledger_entry" violates foreign key constraint "ledger_entry_member_id_fkey"'
-            using errcode = 'foreign_key_violation', constraint = 'ledger_entry_member_id_fkey',
-                  table = 'ledger_entry',
-                  detail = format('Key (member_id)=(%s) is not present in table "member".', bad.member_id);
+        perform raise_missing_parent('ledger_entry', 'ledger_entry_member_id_fkey', 'member_id', 'member', bad.member_id);
     end if;
     return null;
 end;
@@ -191,18 +195,12 @@ language plpgsql as $$
 begin
     perform 1 from member where id = new.member_id for key share;
     if not found then
-        raise exception 'insert or update on table "ledger_entry" violates foreign key constraint "ledger_entry_member_id_fkey"'
-            using errcode = 'foreign_key_violation', constraint = 'ledger_entry_member_id_fkey',
-                  table = 'ledger_entry',
-                  detail = format('Key (member_id)=(%s) is not present in table "member".', new.member_id);
+        perform raise_missing_parent('ledger_entry', 'ledger_entry_member_id_fkey', 'member_id', 'member', new.member_id);
     end if;
     if new.fine_id is not null then
         perform 1 from fine_record where id = new.fine_id for key share;
         if not found then
-            raise exception 'insert or update on table "ledger_entry" violates foreign key constraint "ledger_entry_fine_id_fkey"'
-                using errcode = 'foreign_key_violation', constraint = 'ledger_entry_fine_id_fkey',
-                      table = 'ledger_entry',
-                      detail = format('Key (fine_id)=(%s) is not present in table "fine_record".', new.fine_id);
+            perform raise_missing_parent('ledger_entry', 'ledger_entry_fine_id_fkey', 'fine_id', 'fine_record', new.fine_id);
         end if;
     end if;
     return null;
@@ -233,10 +231,7 @@ begin
         select f.loan_id into bad from fine_record f limit 1;
     end if;
     if found then
-        raise exception 'update or delete on table "loan" violates foreign key constraint "fine_record_loan_id_fkey" on table "fine_record"'
-            using errcode = 'foreign_key_violation', constraint = 'fine_record_loan_id_fkey',
-                  table = 'fine_record',
-                  detail = format('Key (id)=(%s) is still referenced from table "fine_record".', bad);
+        perform raise_parent_in_use('loan', 'fine_record_loan_id_fkey', 'fine_record', bad);
     end if;
     return null;
 end;
@@ -261,10 +256,7 @@ begin
         select f.member_id into bad from fine_record f limit 1;
     end if;
     if found then
-        raise exception 'update or delete on table "member" violates foreign key constraint "fine_record_member_id_fkey" on table "fine_record"'
-            using errcode = 'foreign_key_violation', constraint = 'fine_record_member_id_fkey',
-                  table = 'fine_record',
-                  detail = format('Key (id)=(%s) is still referenced from table "fine_record".', bad);
+        perform raise_parent_in_use('member', 'fine_record_member_id_fkey', 'fine_record', bad);
     end if;
     if tg_op = 'DELETE' then
         select e.member_id into bad from removed r join ledger_entry e on e.member_id = r.id limit 1;
@@ -274,10 +266,7 @@ begin
         select e.member_id into bad from ledger_entry e limit 1;
     end if;
     if found then
-        raise exception 'update or delete on table "member" violates foreign key constraint "ledger_entry_member_id_fkey" on table "ledger_entry"'
-            using errcode = 'foreign_key_violation', constraint = 'ledger_entry_member_id_fkey',
-                  table = 'ledger_entry',
-                  detail = format('Key (id)=(%s) is still referenced from table "ledger_entry".', bad);
+        perform raise_parent_in_use('member', 'ledger_entry_member_id_fkey', 'ledger_entry', bad);
     end if;
     return null;
 end;
@@ -302,10 +291,7 @@ begin
         select e.fine_id into bad from ledger_entry e where e.fine_id is not null limit 1;
     end if;
     if found then
-        raise exception 'update or delete on table "fine_record" violates foreign key constraint "ledger_entry_fine_id_fkey" on table "ledger_entry"'
-            using errcode = 'foreign_key_violation', constraint = 'ledger_entry_fine_id_fkey',
-                  table = 'ledger_entry',
-                  detail = format('Key (id)=(%s) is still referenced from table "ledger_entry".', bad);
+        perform raise_parent_in_use('fine_record', 'ledger_entry_fine_id_fkey', 'ledger_entry', bad);
     end if;
     -- null for a delete or truncate (a statement trigger); the row for an update (before-row)
     return new;

@@ -120,7 +120,7 @@ async fn a_fine_cannot_name_a_missing_loan_or_member() {
         "fine_record_loan_id_fkey",
     );
     refused(
-        sqlx::query(INSERT_FINE).bind(bare).bind(-7).execute(&db.pool).await,
+        sqlx::query(INSERT_FINE).bind(bare).bind(-7_i64).execute(&db.pool).await,
         "23503",
         "fine_record_member_id_fkey",
     );
@@ -129,7 +129,7 @@ async fn a_fine_cannot_name_a_missing_loan_or_member() {
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "{INSERT_FINE} on conflict (loan_id, settle_month) do nothing"
         )))
-        .bind(-1)
+        .bind(-1_i64)
         .bind(member)
         .execute(&db.pool)
         .await,
