@@ -23,8 +23,9 @@
 //!
 //! # How it is done here
 //!
-//! `task_lock.fencing_token` grows by one on every acquisition. Every settlement transaction opens
-//! with [`guard`]: `select ... where fencing_token = $token for key share` on the task's lock row.
+//! `task_lock.fencing_token` grows by one on every acquisition. Every settlement transaction is
+//! opened by [`begin`] and starts with [`guard`]: `select ... where fencing_token = $token for key
+//! share` on the task's lock row.
 //!
 //! - A stale token matches no row: the transaction is refused with [`Fenced`] before it wrote
 //!   anything, and the caller rolls it back.
@@ -46,18 +47,34 @@
 //! # A holder paused inside a transaction
 //!
 //! Its row lock stays, so takeovers wait: each gives up after its row wait and reports the lock
-//! as held. To bound that, [`guard`] sets `idle_in_transaction_session_timeout` for the transaction
-//! ([`FENCED_IDLE_TIMEOUT`]): the database ends a session that sits idle inside a transaction that
-//! long, rolls the transaction back (so the paused holder wrote nothing), and frees the row. The
-//! settlement runs set-based statements back to back, so a healthy holder never idles that long.
+//! as held. To bound that, [`begin`] opens the transaction with `idle_in_transaction_session_timeout`
+//! set for it ([`FENCED_IDLE_TIMEOUT`]): the database ends a session that sits idle inside a
+//! transaction that long, rolls the transaction back (so the paused holder wrote nothing), and frees
+//! the row. The settlement runs set-based statements back to back, so a healthy holder never idles
+//! that long.
+//!
+//! The limit goes in the same message as the `begin`, not in a statement after it: a process
+//! stopped between the two would leave its session idle in a transaction with no limit at all,
+//! for as long as it stays stopped (a CI run caught one, `tests/replicas/pause.rs`).
 
 use std::time::Duration;
 
-use sqlx::{AssertSqlSafe, PgConnection};
+use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, Transaction};
 
 /// How long a fenced transaction may sit idle between two statements before the database ends its
-/// session. Also set by [`guard`]; a caller that needs longer may `set local` it again afterwards.
+/// session. Set by [`begin`]; a caller that needs longer may `set local` it again afterwards.
 pub const FENCED_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Opens a transaction for [`guard`], with [`FENCED_IDLE_TIMEOUT`] in force from its first moment
+/// (see the module docs: one message, so no instant of it is without the limit).
+pub async fn begin(pool: &PgPool) -> sqlx::Result<Transaction<'static, Postgres>> {
+    // SET takes no bound parameters; the value is our own constant, in milliseconds.
+    let statement = format!(
+        "begin; set local idle_in_transaction_session_timeout = {}",
+        FENCED_IDLE_TIMEOUT.as_millis()
+    );
+    pool.begin_with(AssertSqlSafe(statement)).await
+}
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("fenced: fencing token {token} of {task_name} is no longer current")]
@@ -78,15 +95,9 @@ pub enum FenceError {
 /// Must be the first statement of every settlement transaction: passes only while
 /// `fencing_token` is the task's current token, and keeps it current until the transaction ends.
 ///
-/// Takes the connection of an open transaction (`&mut *tx`); outside a transaction the share lock
-/// would end with the statement and guard nothing.
+/// Takes the connection of a transaction opened by [`begin`] (`&mut *tx`); outside a transaction
+/// the share lock would end with the statement and guard nothing.
 pub async fn guard(tx: &mut PgConnection, task_name: &str, fencing_token: i64) -> Result<(), FenceError> {
-    // SET takes no bound parameters; the value is our own constant, in milliseconds.
-    let idle_limit = format!(
-        "set local idle_in_transaction_session_timeout = {}",
-        FENCED_IDLE_TIMEOUT.as_millis()
-    );
-    sqlx::raw_sql(AssertSqlSafe(idle_limit)).execute(&mut *tx).await?;
     let current = sqlx::query_scalar!(
         r#"
         select 1 as "one!"

@@ -49,7 +49,7 @@ pub enum StartOutcome {
 /// check is here, after the fence, against the database's clock at this moment, so neither a
 /// replica's wrong clock nor a plan made before a clock jump can start a date early.
 pub async fn start(pool: &PgPool, ctx: &RunContext, date: NaiveDate) -> Result<StartOutcome, FenceError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = fence::begin(pool).await?;
     fence::guard(&mut tx, &ctx.task_name, ctx.fencing_token).await?;
     let today = business_date(store::clock::current(&mut *tx).await?, ctx.business_tz);
     if date >= today {
@@ -89,7 +89,7 @@ pub async fn succeed(tx: &mut PgConnection, execution_id: i64, affected_rows: i6
 /// `Ok(false)` when the fence refused (the new holder's [`abandon_stale`] closes the record) or
 /// the record was no longer RUNNING.
 pub async fn fail(pool: &PgPool, ctx: &RunContext, execution_id: i64, error: &str) -> sqlx::Result<bool> {
-    let mut tx = pool.begin().await?;
+    let mut tx = fence::begin(pool).await?;
     match fence::guard(&mut tx, &ctx.task_name, ctx.fencing_token).await {
         Ok(()) => {}
         Err(FenceError::Fenced(_)) => return Ok(false),
@@ -151,7 +151,7 @@ pub fn fail_in_background(pool: PgPool, ctx: RunContext, execution_id: i64, erro
 /// Fenced like every job write. A caller whose token is itself no longer current changes nothing
 /// and gets `Ok(0)`: the current holder does the cleanup.
 pub async fn abandon_stale(pool: &PgPool, task_name: &str, current_token: i64) -> sqlx::Result<u64> {
-    let mut tx = pool.begin().await?;
+    let mut tx = fence::begin(pool).await?;
     match fence::guard(&mut tx, task_name, current_token).await {
         Ok(()) => {}
         Err(FenceError::Fenced(_)) => return Ok(0),

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::records::{self, StartOutcome};
 use super::{DateCounts, RunContext, SettleError, date, settle_date};
-use crate::lock::FenceError;
+use crate::lock::{FenceError, fence};
 
 /// How one date of a walk ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
@@ -240,7 +240,7 @@ async fn run_date(
     execution_id: i64,
     abort: &CancellationToken,
 ) -> Result<DateCounts, SettleError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = fence::begin(pool).await?;
     let result = async {
         let counts = settle_date(&mut tx, ctx, date, abort).await?;
         if !records::succeed(&mut tx, execution_id, counts.affected_rows()).await? {
@@ -273,7 +273,7 @@ pub async fn settle_changes(
     ctx: &RunContext,
     abort: &CancellationToken,
 ) -> Result<Option<DateCounts>, SettleError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = fence::begin(pool).await?;
     match date::settle_changes(&mut tx, ctx, abort).await {
         Ok(counts) => {
             tx.commit().await?;

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use finesettle::lock::{Acquired, FenceError, JobLock, Lease, LockSpec, guard};
+use finesettle::lock::{Acquired, FenceError, JobLock, Lease, LockSpec, fence, guard};
 use finesettle::settlement::RunContext;
 use finesettle::settlement::plan;
 use finesettle::settlement::records::{self, StartOutcome, Trigger};
@@ -314,7 +314,7 @@ impl<'a> Replay<'a> {
         let ctx = self.context(r);
         let execution_id = self.executions[r].expect("a committing replica has a RUNNING record");
         let date = self.date_of(execution_id).await;
-        let mut tx = self.pool().begin().await.expect("a transaction");
+        let mut tx = fence::begin(self.pool()).await.expect("a transaction");
         match guard(&mut tx, &ctx.task_name, ctx.fencing_token).await {
             Ok(()) => {}
             Err(FenceError::Fenced(_)) => return Outcome::Fenced,
@@ -341,7 +341,7 @@ impl<'a> Replay<'a> {
             .take()
             .expect("a refused replica has a RUNNING record");
         let date = self.date_of(execution_id).await;
-        let mut tx = self.pool().begin().await.expect("a transaction");
+        let mut tx = fence::begin(self.pool()).await.expect("a transaction");
         let refused = sqlx::query("select 1 / 0").execute(&mut *tx).await;
         assert!(refused.is_err(), "the database refuses");
         drop(tx);

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use finesettle::lock::{FenceError, Fenced, JobLock, guard};
+use finesettle::lock::{FenceError, Fenced, JobLock, fence, guard};
 use sqlx::PgPool;
 
 use crate::backend::{Backend, Fixture};
@@ -20,7 +20,7 @@ on_each_backend!(
 
 /// A settlement-shaped transaction: the fence, then a write, then commit.
 async fn fenced_write(pool: &PgPool, fencing_token: i64, email: &str) -> Result<(), FenceError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = fence::begin(pool).await?;
     guard(&mut tx, TASK, fencing_token).await?;
     insert_member(&mut tx, email).await;
     tx.commit().await?;
@@ -86,7 +86,7 @@ async fn a_stale_token_is_refused_and_writes_nothing(backend: Backend) {
 #[tokio::test]
 async fn an_unknown_task_is_fenced() {
     let app = spawn_app().await;
-    let mut tx = app.pool.begin().await.unwrap();
+    let mut tx = fence::begin(&app.pool).await.unwrap();
     assert!(matches!(
         guard(&mut tx, "no-such-task", 1).await,
         Err(FenceError::Fenced(_))
@@ -99,7 +99,7 @@ async fn a_takeover_waits_for_the_fenced_transaction_and_then_fences_its_holder(
     let holder = acquire(lock, &spec(TASK, "replica-a")).await;
     // the lease runs out while a transaction that passed the fence is still open
     fx.expire(TASK).await;
-    let mut tx = app.pool.begin().await.unwrap();
+    let mut tx = fence::begin(&app.pool).await.unwrap();
     guard(&mut tx, TASK, holder.fencing_token)
         .await
         .expect("still the current token");
@@ -131,7 +131,7 @@ async fn a_takeover_behind_a_stuck_transaction_reports_the_lock_held_instead_of_
     let holder = acquire(lock, &spec(TASK, "replica-a")).await;
     fx.expire(TASK).await;
     // a holder paused in the middle of a fenced transaction keeps the key-share lock
-    let mut stuck = app.pool.begin().await.unwrap();
+    let mut stuck = fence::begin(&app.pool).await.unwrap();
     guard(&mut stuck, TASK, holder.fencing_token).await.unwrap();
 
     let impatient = fx.lock_with_row_wait(Duration::from_millis(100));
@@ -150,24 +150,31 @@ async fn a_takeover_behind_a_stuck_transaction_reports_the_lock_held_instead_of_
 }
 
 #[tokio::test]
-async fn a_fenced_transaction_may_not_idle_forever() {
+async fn a_fenced_transaction_may_not_idle_forever_from_its_first_moment() {
     let app = spawn_app().await;
     let lock = JobLock::postgres(app.pool.clone());
     let lease = acquire(&lock, &spec(TASK, "replica-a")).await;
-    let mut tx = app.pool.begin().await.unwrap();
+    // A process stopped right after its `begin` reached the server (before the guard, before any
+    // other statement) must not leave a transaction that idles without a limit.
+    let mut tx = fence::begin(&app.pool).await.unwrap();
+    assert_eq!(
+        idle_limit(&mut tx).await,
+        "10s",
+        "in force as soon as the transaction is"
+    );
     guard(&mut tx, TASK, lease.fencing_token).await.unwrap();
-    let idle_limit: String = sqlx::query_scalar("show idle_in_transaction_session_timeout")
-        .fetch_one(&mut *tx)
-        .await
-        .unwrap();
-    assert_eq!(idle_limit, "10s");
+    assert_eq!(idle_limit(&mut tx).await, "10s");
     tx.rollback().await.unwrap();
     // the limit was local to that transaction
-    let session_limit: String = sqlx::query_scalar("show idle_in_transaction_session_timeout")
-        .fetch_one(&app.pool)
+    let mut session = app.pool.acquire().await.unwrap();
+    assert_eq!(idle_limit(&mut session).await, "0");
+}
+
+async fn idle_limit(conn: &mut sqlx::PgConnection) -> String {
+    sqlx::query_scalar("show idle_in_transaction_session_timeout")
+        .fetch_one(conn)
         .await
-        .unwrap();
-    assert_eq!(session_limit, "0");
+        .unwrap()
 }
 
 async fn a_holder_paused_inside_a_fenced_transaction_is_cut_off_and_writes_nothing(backend: Backend) {
@@ -175,7 +182,7 @@ async fn a_holder_paused_inside_a_fenced_transaction_is_cut_off_and_writes_nothi
     let (app, lock) = (&fx.app, &fx.lock);
     let holder = acquire(lock, &spec(TASK, "replica-a")).await;
     fx.expire(TASK).await;
-    let mut paused = app.pool.begin().await.unwrap();
+    let mut paused = fence::begin(&app.pool).await.unwrap();
     guard(&mut paused, TASK, holder.fencing_token).await.unwrap();
     // paused (SIGSTOP, GC...) between two statements, past the idle limit
     tokio::time::sleep(finesettle::lock::fence::FENCED_IDLE_TIMEOUT + Duration::from_secs(2)).await;

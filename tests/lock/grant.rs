@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use finesettle::lock::{LockSpec, guard};
+use finesettle::lock::{LockSpec, fence, guard};
 use tokio::time::Instant;
 
 use crate::backend::{Backend, Fixture};
@@ -34,7 +34,7 @@ async fn a_takeover_that_waited_for_the_old_holders_fence_holds_its_full_lease(b
     let holder = acquire(&fx.lock, &short_spec("replica-a")).await;
     // the lease runs out while a transaction that passed the fence is still open
     fx.expire(TASK).await;
-    let mut fenced = fx.pool().begin().await.unwrap();
+    let mut fenced = fence::begin(fx.pool()).await.unwrap();
     guard(&mut fenced, TASK, holder.fencing_token).await.unwrap();
 
     let patient = fx.lock_with_row_wait(Duration::from_secs(60));
@@ -63,7 +63,7 @@ async fn an_attempt_on_a_live_lock_answers_held_without_waiting_for_the_holders_
     let fx = Fixture::new(backend).await;
     let holder = acquire(&fx.lock, &spec(TASK, "replica-a")).await;
     // the live holder settles a date: its fenced transaction keeps a key-share lock on the row
-    let mut fenced = fx.pool().begin().await.unwrap();
+    let mut fenced = fence::begin(fx.pool()).await.unwrap();
     guard(&mut fenced, TASK, holder.fencing_token).await.unwrap();
 
     let row_wait = Duration::from_secs(3);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::Utc;
 use deadpool_redis::Pool;
 use finesettle::config::LockBackend;
-use finesettle::lock::{FenceError, JobLock, Lease, LockError, LockSpec, guard};
+use finesettle::lock::{FenceError, JobLock, Lease, LockError, LockSpec, fence, guard};
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -28,7 +28,7 @@ async fn redis_int(redis: &Pool, command: &str, key: &str) -> i64 {
 
 /// Whether a settlement transaction carrying `token` passes the fence.
 async fn passes_the_fence(pool: &PgPool, token: i64) -> bool {
-    let mut tx = pool.begin().await.unwrap();
+    let mut tx = fence::begin(pool).await.unwrap();
     match guard(&mut tx, TASK, token).await {
         Ok(()) => true,
         Err(FenceError::Fenced(_)) => false,
