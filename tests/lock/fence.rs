@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use finesettle::lock::{FenceError, Fenced, JobLock, fence, guard};
 use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
 
 use crate::backend::{Backend, Fixture};
 use crate::common::spawn_app;
@@ -154,9 +155,15 @@ async fn a_fenced_transaction_may_not_idle_forever_from_its_first_moment() {
     let app = spawn_app().await;
     let lock = JobLock::postgres(app.pool.clone());
     let lease = acquire(&lock, &spec(TASK, "replica-a")).await;
+    // One connection, so that the check after the rollback reads the same session.
+    let one = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(app.pool.connect_options().as_ref().clone())
+        .await
+        .unwrap();
     // A process stopped right after its `begin` reached the server (before the guard, before any
     // other statement) must not leave a transaction that idles without a limit.
-    let mut tx = fence::begin(&app.pool).await.unwrap();
+    let mut tx = fence::begin(&one).await.unwrap();
     assert_eq!(
         idle_limit(&mut tx).await,
         "10s",
@@ -164,9 +171,10 @@ async fn a_fenced_transaction_may_not_idle_forever_from_its_first_moment() {
     );
     guard(&mut tx, TASK, lease.fencing_token).await.unwrap();
     assert_eq!(idle_limit(&mut tx).await, "10s");
-    tx.rollback().await.unwrap();
-    // the limit was local to that transaction
-    let mut session = app.pool.acquire().await.unwrap();
+    // committed, not rolled back: a rollback would undo even a session-wide `set`
+    tx.commit().await.unwrap();
+    // the limit was local to that transaction: the same session has none
+    let mut session = one.acquire().await.unwrap();
     assert_eq!(idle_limit(&mut session).await, "0");
 }
 
