@@ -5,6 +5,7 @@
 //! `telemetry` reports it. `domain` holds the pure rules and knows none of them.
 pub mod alerts;
 pub mod audit;
+pub mod backoff;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -6,18 +6,31 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::alerts::{self, AlertWorkerConfig};
 use crate::clock::{Clock, DatabaseTime};
 use crate::config::Settings;
-use crate::jobs::SettleJob;
+use crate::audit::{self, AuditConfig};
+use crate::jobs::{Hooks, SettleJob, Walked};
 use crate::jobs::scheduler::Scheduler;
 use crate::lock::JobLock;
 use crate::reminders::{self, ReminderWorkerConfig};
 use crate::state::{AppState, AppStateParts};
 use crate::{store, telemetry};
+
+/// What the job runs after each walk, for `serve` and the CLI alike: the audit of the months
+/// the walk made final.
+pub fn job_hooks(pool: &PgPool, settings: &Settings) -> Hooks {
+    let pool = pool.clone();
+    let config = AuditConfig::from_settings(settings);
+    Hooks::default().after_walk(move |walked: Walked| {
+        let (pool, config) = (pool.clone(), config.clone());
+        async move { audit::audit_finalised_months(&pool, &config, &walked.settled, &walked.shutdown).await }
+    })
+}
 
 pub struct Application {
     listener: TcpListener,
@@ -42,8 +55,8 @@ impl Application {
         let lock = JobLock::from_settings(pool.clone(), redis.clone(), &settings)?;
         // Validated now, so that a bad cron or webhook URL stops the process at start.
         let time = DatabaseTime::new(clock, pool.clone());
-        let job = SettleJob::new(pool.clone(), lock, time, &settings)?;
-        let alerts = AlertWorkerConfig::for_job(&job, &settings)?;
+        let job = SettleJob::new(pool.clone(), lock, time, &settings, job_hooks(&pool, &settings))?;
+        let alerts = AlertWorkerConfig::for_settlement(job.schedule(), &settings)?;
         let state = AppState::new(AppStateParts {
             reads: store::reads::ReadConnections::new(pool.clone(), settings.db_max_connections),
             pool,

@@ -9,8 +9,8 @@ use super::Alert;
 use super::conditions::{self, ClockSkewLimits, Expectation};
 use super::publish::Publisher;
 use crate::config::Settings;
+use crate::domain::SETTLE_FINES;
 use crate::domain::alert::{AlertKind, NewAlert};
-use crate::jobs::SettleJob;
 use crate::schedule::CronSchedule;
 use crate::store;
 use crate::telemetry::CLOCK_SKEW_PROBE_INTERVAL;
@@ -46,12 +46,12 @@ pub struct AlertRules {
 }
 
 impl AlertRules {
-    /// The rules for the settlement job: its task name and the schedule it already parsed, so
-    /// the slots MISSED expects are exactly the ones its ticker fires.
-    pub fn for_job(job: &SettleJob, settings: &Settings) -> Self {
+    /// The rules for the settlement job, given the schedule the job already parsed, so the slots
+    /// MISSED expects are exactly the ones its ticker fires.
+    pub fn for_settlement(schedule: &CronSchedule, settings: &Settings) -> Self {
         AlertRules {
-            task_name: job.task_name().to_owned(),
-            schedule: job.schedule().clone(),
+            task_name: SETTLE_FINES.to_owned(),
+            schedule: schedule.clone(),
             job_timeout: settings.job.job_timeout,
             missed_grace: settings.job.missed_grace,
             settle_start_date: settings.job.settle_start_date,

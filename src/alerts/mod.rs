@@ -36,8 +36,8 @@ pub use worker::{AlertWorkerConfig, run_alert_worker};
 
 use crate::store;
 
-/// The task the nightly settlement runs as (CONTRACT §2), defined by the job.
-pub use crate::jobs::SETTLE_FINES;
+/// The task the nightly settlement runs as (CONTRACT §2).
+pub use crate::domain::SETTLE_FINES;
 
 /// Records that `task_name` is deployed, unless a replica already did. A date whose slot came
 /// before the first registration gets its MISSED grace from the registration instead: a service

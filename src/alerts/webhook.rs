@@ -30,6 +30,7 @@ use std::time::Duration;
 use reqwest::Url;
 use sqlx::PgPool;
 
+use crate::backoff::Backoff;
 use crate::store;
 use crate::store::alerts::ClaimedDelivery;
 
@@ -130,10 +131,8 @@ pub struct DeliveryPolicy {
     /// How long a claim keeps other workers away. Must exceed `batch_size` × the request
     /// timeout, or a slow batch could be claimed (and POSTed) twice.
     pub lease: Duration,
-    /// Wait after the first failure; doubles with each further failure...
-    pub backoff_base: Duration,
-    /// ...up to this.
-    pub backoff_cap: Duration,
+    /// Wait after the first failure, doubling with each further failure up to its max.
+    pub backoff: Backoff,
 }
 
 impl DeliveryPolicy {
@@ -147,16 +146,9 @@ impl Default for DeliveryPolicy {
             batch_size: 10,
             // 10 × 10 s of POSTs, plus room for the database round trips.
             lease: Duration::from_secs(5 * 60),
-            backoff_base: Duration::from_secs(10),
-            backoff_cap: Duration::from_secs(30 * 60),
+            backoff: Backoff::new(Duration::from_secs(10), Duration::from_secs(30 * 60)),
         }
     }
-}
-
-/// Wait before the next attempt after `attempts` failed ones: base × 2^(attempts − 1), capped.
-pub fn backoff(attempts: i32, base: Duration, cap: Duration) -> Duration {
-    let doublings = u32::try_from(attempts.saturating_sub(1)).unwrap_or(0).min(31);
-    base.saturating_mul(1_u32 << doublings).min(cap)
 }
 
 /// What one [`deliver_due`] call did.
@@ -186,7 +178,7 @@ pub async fn deliver_due(pool: &PgPool, webhook: &Webhook, policy: &DeliveryPoli
                 );
             }
             Err(error) => {
-                let retry_in = backoff(delivery.attempts, policy.backoff_base, policy.backoff_cap);
+                let retry_in = policy.backoff.after(u32::try_from(delivery.attempts).unwrap_or(0));
                 store::alerts::mark_failed(pool, delivery.id, retry_in.as_secs_f64(), &error).await?;
                 report.failed += 1;
                 tracing::warn!(
@@ -208,17 +200,6 @@ pub async fn deliver_due(pool: &PgPool, webhook: &Webhook, policy: &DeliveryPoli
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_doubles_and_is_capped() {
-        let base = Duration::from_secs(10);
-        let cap = Duration::from_secs(1800);
-        let waits: Vec<u64> = (1..=10).map(|a| backoff(a, base, cap).as_secs()).collect();
-        assert_eq!(waits, [10, 20, 40, 80, 160, 320, 640, 1280, 1800, 1800]);
-        assert_eq!(backoff(0, base, cap), base);
-        assert_eq!(backoff(i32::MAX, base, cap), cap);
-        assert_eq!(backoff(5, Duration::ZERO, cap), Duration::ZERO);
-    }
 
     #[test]
     fn the_url_is_shown_without_secrets() {

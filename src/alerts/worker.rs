@@ -11,7 +11,7 @@ use super::webhook::{DeliveryPolicy, Webhook};
 use super::{AlertRules, deliver_due, evaluate_once, register};
 use crate::config::Settings;
 use crate::domain::alert::AlertKind;
-use crate::jobs::SettleJob;
+use crate::schedule::CronSchedule;
 use crate::ticks::Ticks;
 
 /// What [`run_alert_worker`] runs, and how often.
@@ -28,16 +28,17 @@ pub struct AlertWorkerConfig {
 }
 
 impl AlertWorkerConfig {
-    /// The worker watching `job`, as the settings describe it. Fails on a webhook URL that
-    /// cannot work, so a misconfigured replica stops at start.
-    pub fn for_job(job: &SettleJob, settings: &Settings) -> anyhow::Result<Self> {
+    /// The worker watching the settlement job, whose schedule is `schedule`, as the settings
+    /// describe it. Fails on a webhook URL that cannot work, so a misconfigured replica stops at
+    /// start.
+    pub fn for_settlement(schedule: &CronSchedule, settings: &Settings) -> anyhow::Result<Self> {
         let webhook = settings
             .alert_webhook
             .as_deref()
             .map(|url| Webhook::new(url, DeliveryPolicy::REQUEST_TIMEOUT))
             .transpose()?;
         Ok(AlertWorkerConfig {
-            rules: AlertRules::for_job(job, settings),
+            rules: AlertRules::for_settlement(schedule, settings),
             webhook,
             evaluate_every: Duration::from_secs(60),
             deliver_every: Duration::from_secs(5),

@@ -39,7 +39,6 @@ use crate::config::Settings;
 use crate::domain::audit::{LoanFacts, NotFinal, StoredFine, audit_loan, check_final};
 use crate::domain::{FineStatus, LoanTerms, format_month, month_end, month_start};
 use crate::settlement::settle::NO_OVERDUE_DAYS;
-use crate::settlement::{DateStatus, WalkReport};
 use crate::store;
 use crate::store::audit::FactRow;
 
@@ -58,7 +57,7 @@ impl AuditConfig {
     /// The audit of `settle-fines`, from the service settings.
     pub fn from_settings(settings: &Settings) -> Self {
         AuditConfig {
-            task_name: crate::jobs::SETTLE_FINES.to_owned(),
+            task_name: crate::domain::SETTLE_FINES.to_owned(),
             configured_start: settings.job.settle_start_date,
             webhook_enabled: settings.alert_webhook.is_some(),
         }
@@ -163,18 +162,13 @@ pub async fn audit_month(pool: &PgPool, config: &AuditConfig, month: NaiveDate) 
     Ok(report)
 }
 
-/// After a fire: audits every month the fire made final, that is the months of the dates it
-/// settled that are final now (usually the month whose last day it settled; also an older
+/// After a fire (the job's after-walk hook, `crate::jobs::Hooks`, wired at start-up): audits
+/// every month the fire made final, that is the months of the `settled` dates that are final now (usually the month whose last day it settled; also an older
 /// month whose gap it filled). Outside every date's transaction and after the lock is released,
 /// so it delays no settlement; stopped when `stop` is cancelled (shutdown). Failures are logged
 /// only: the audit can be run again by hand, and the settlement it checks has committed.
-pub async fn audit_finalised_months(pool: &PgPool, config: &AuditConfig, walk: &WalkReport, stop: &CancellationToken) {
-    let months: BTreeSet<NaiveDate> = walk
-        .outcomes
-        .iter()
-        .filter(|o| o.status == DateStatus::Success)
-        .map(|o| month_start(o.date))
-        .collect();
+pub async fn audit_finalised_months(pool: &PgPool, config: &AuditConfig, settled: &[NaiveDate], stop: &CancellationToken) {
+    let months: BTreeSet<NaiveDate> = settled.iter().map(|date| month_start(*date)).collect();
     for month in months {
         let audit = tokio::select! {
             audit = audit_month(pool, config, month) => audit,

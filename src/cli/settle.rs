@@ -9,7 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, DatabaseTime};
 use crate::config::Settings;
-use crate::jobs::{Plan, Refused, SettleJob};
+use crate::domain::RangeError;
+use crate::jobs::{Refused, Request, SettleJob};
 use crate::lock::JobLock;
 use crate::settlement::{DateStatus, Trigger};
 use crate::store;
@@ -17,39 +18,27 @@ use crate::store;
 /// Settles `from..=to` with a progress bar. Fails when the lock is held elsewhere, a date
 /// failed, or the lease was lost.
 pub async fn settle_range(settings: Settings, from: NaiveDate, to: NaiveDate) -> anyhow::Result<()> {
-    anyhow::ensure!(from <= to, "--from {from} is after --to {to}");
-    let days = (to - from).num_days() + 1;
-    anyhow::ensure!(
-        days <= i64::from(settings.job.backfill_max_days),
-        "{days} dates is more than FINESETTLE_BACKFILL_MAX_DAYS ({}); split the range",
-        settings.job.backfill_max_days
-    );
     let pool = store::database::connect(&settings.database_url, 4).await?;
     store::database::migrate(&pool).await?;
-    let today = store::clock::business_today(&pool, settings.business_tz).await?;
-    anyhow::ensure!(
-        to < today,
-        "--to {to} has not ended yet in {} (today is {today})",
-        settings.business_tz
-    );
     let redis = settings.redis_url.as_deref().map(store::redis::pool).transpose()?;
     let job = SettleJob::new(
         pool.clone(),
         JobLock::from_settings(pool.clone(), redis, &settings)?,
         DatabaseTime::new(Clock::system(), pool.clone()),
         &settings,
+        crate::startup::job_hooks(&pool, &settings),
     )?;
-    let dates: Vec<NaiveDate> = from.iter_days().take(usize::try_from(days)?).collect();
     // From here on Ctrl-C and SIGTERM stop the run as they stop `serve`: the running date
     // finishes within FINESETTLE_SHUTDOWN_GRACE or is abandoned, and the lock is released.
     let interrupted = on_interrupt(job.clone(), settings.shutdown_grace)?;
     let now = store::clock::now(&pool).await?;
-    let started = match job.start(Trigger::Manual, now, Plan::Dates(dates)).await {
+    let started = match job.start(Trigger::Manual, now, Request::Range { from, to }).await {
         Ok(started) => started,
         Err(Refused::NothingToDo) => {
             println!("every date from {from} to {to} is already settled");
             return Ok(());
         }
+        Err(Refused::Invalid(error)) => anyhow::bail!("{}", range_error(error, settings.business_tz)),
         Err(refused) => anyhow::bail!("not started: {refused}"),
     };
     let bar = ProgressBar::new(started.dates.len() as u64).with_style(
@@ -92,6 +81,17 @@ pub async fn settle_range(settings: Settings, from: NaiveDate, to: NaiveDate) ->
         "some dates did not settle; see above"
     );
     Ok(())
+}
+
+/// The planner's refusal of a range, in the command's own words.
+fn range_error(error: RangeError, tz: chrono_tz::Tz) -> String {
+    match error {
+        RangeError::Reversed { from, to } => format!("--from {from} is after --to {to}"),
+        RangeError::TooLong { days, max } => {
+            format!("{days} dates is more than FINESETTLE_BACKFILL_MAX_DAYS ({max}); split the range")
+        }
+        RangeError::NotEnded { to, today } => format!("--to {to} has not ended yet in {tz} (today is {today})"),
+    }
 }
 
 /// Listens for Ctrl-C and SIGTERM (registered before this returns, so none is missed once the run

@@ -45,6 +45,37 @@ pub fn check_not_before_start(start: NaiveDate, first_requested: NaiveDate) -> R
     Ok(())
 }
 
+/// Why an operator's range of dates cannot be run, whatever is settled already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RangeError {
+    /// The last date has not ended: `today` is the database's business date.
+    #[error("{to} has not ended yet (today is {today})")]
+    NotEnded { to: NaiveDate, today: NaiveDate },
+    /// `from` is after `to`.
+    #[error("{from} is after {to}")]
+    Reversed { from: NaiveDate, to: NaiveDate },
+    /// More dates than `FINESETTLE_BACKFILL_MAX_DAYS`: one run holds the lock for all of them.
+    #[error("the range has {days} dates; at most {max}")]
+    TooLong { days: i64, max: u32 },
+}
+
+/// The dates of an operator's range `from..=to`, checked against the rules that need no look at
+/// the records: every date has ended by `today` (the database's business date), `from` is not
+/// after `to`, and the range spans at most `max_days` dates. Checked in that order.
+pub fn manual_range(from: NaiveDate, to: NaiveDate, today: NaiveDate, max_days: u32) -> Result<Vec<NaiveDate>, RangeError> {
+    if to >= today {
+        return Err(RangeError::NotEnded { to, today });
+    }
+    if from > to {
+        return Err(RangeError::Reversed { from, to });
+    }
+    let days = (to - from).num_days() + 1;
+    if days > i64::from(max_days) {
+        return Err(RangeError::TooLong { days, max: max_days });
+    }
+    Ok(from.iter_days().take_while(|date| *date <= to).collect())
+}
+
 /// The dates an operator's run (or backfill) settles, given `unsettled`: every date without
 /// SUCCESS from the start date through the last requested date, oldest first.
 ///
@@ -72,6 +103,36 @@ mod tests {
     use crate::domain::testutil::{arb_date, ymd};
     use chrono::Duration;
     use proptest::prelude::*;
+
+    #[test]
+    fn an_operators_range_has_ended_is_in_order_and_is_not_too_long() {
+        let today = ymd(2026, 3, 10);
+        assert_eq!(
+            manual_range(ymd(2026, 3, 7), ymd(2026, 3, 9), today, 3),
+            Ok(vec![ymd(2026, 3, 7), ymd(2026, 3, 8), ymd(2026, 3, 9)])
+        );
+        assert_eq!(manual_range(ymd(2026, 3, 9), ymd(2026, 3, 9), today, 1), Ok(vec![ymd(2026, 3, 9)]));
+        assert_eq!(
+            manual_range(ymd(2026, 3, 9), today, today, 5),
+            Err(RangeError::NotEnded { to: today, today })
+        );
+        assert_eq!(
+            manual_range(ymd(2026, 3, 9), ymd(2026, 3, 8), today, 5),
+            Err(RangeError::Reversed {
+                from: ymd(2026, 3, 9),
+                to: ymd(2026, 3, 8)
+            })
+        );
+        assert_eq!(
+            manual_range(ymd(2026, 3, 6), ymd(2026, 3, 9), today, 3),
+            Err(RangeError::TooLong { days: 4, max: 3 })
+        );
+        // A date not ended is named first, as the API always did.
+        assert!(matches!(
+            manual_range(ymd(2027, 1, 1), today, today, 1),
+            Err(RangeError::NotEnded { .. })
+        ));
+    }
 
     #[test]
     fn a_date_before_the_start_is_refused() {

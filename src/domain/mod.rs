@@ -16,6 +16,7 @@
 //! - [`alert`], [`reminder`]: what an alert and a loan reminder are (their rules live in
 //!   `crate::alerts` and `crate::reminders`).
 //! - [`replica_clock`]: a replica's clock measured against the database's.
+//! - [`task`]: the names of the scheduled tasks.
 
 pub mod alert;
 pub mod audit;
@@ -27,15 +28,19 @@ pub mod loan;
 pub mod reminder;
 pub mod replica_clock;
 pub mod status;
+pub mod task;
 pub mod text;
 
 #[cfg(test)]
 mod testutil;
 
-pub use backfill::{BeforeStart, FIRST_START_MAX_DAYS, check_first_start, check_not_before_start, manual_dates};
+pub use backfill::{
+    BeforeStart, FIRST_START_MAX_DAYS, RangeError, check_first_start, check_not_before_start, manual_dates, manual_range,
+};
 pub use calendar::{business_date, format_month, month_end, month_start, parse_month, same_month};
 pub use fine::{
     FineOverflow, MAX_DAILY_FINE_CENTS, MonthlyFine, accrue, final_fine, fine_for_month, is_final, try_fine_for_month,
 };
 pub use loan::{LoanError, LoanTerms};
+pub use task::SETTLE_FINES;
 pub use status::{FineStatus, LedgerKind, ParseStatusError, can_transition};

@@ -1,20 +1,29 @@
-//! The nightly settlement job as it runs on each replica: one fire goes schedule → lock →
-//! settlement walk → records, whatever triggered it (cron, catch-up at start, an operator).
+//! The nightly settlement job as it runs on each replica: one fire goes guard → lock → plan →
+//! walk → release, whatever triggered it (the cron, the catch-up at start, a held fire's retry,
+//! an operator through the API or the CLI).
 //!
-//! - [`SettleJob::start`] is the one entry point. It refuses (and records why) when this process
-//!   is still running the previous fire, when another replica holds the lock, or when the lock
-//!   store is unreachable; otherwise it returns at once with the dates it will settle while a
+//! - [`SettleJob::start`] is the one entry point. A fire moves through typed stages
+//!   ([`fire`]): it refuses (and records why) when this process is still running the previous
+//!   fire, when another replica holds the lock, when the lock store is unreachable, or when
+//!   there is nothing to do; otherwise it returns at once with the dates it will settle while a
 //!   background task settles them under a renewed lease.
+//! - [`plan`] is the one planner: which dates a fire settles, for every trigger, with the
+//!   operator's rules in one place.
+//! - [`hooks`] is what runs after a walk (the audit of finalised months), handed to the job at
+//!   start-up: the job imports none of the modules that use it.
 //! - [`scheduler`] wires the cron ticker and the catch-up at start to it, and fires again when
 //!   a scheduled fire met a held lock ([`scheduler::fire_until_run`]).
 
-mod run;
+mod fire;
+pub mod hooks;
+pub mod plan;
 pub mod scheduler;
+mod walk;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use sqlx::PgPool;
 use tokio::sync::Mutex;
@@ -22,23 +31,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::DatabaseTime;
 use crate::config::Settings;
+use crate::domain::SETTLE_FINES;
 use crate::lock::{JobLock, LockSpec};
 use crate::schedule::{CronSchedule, ScheduleError};
 use crate::settlement::Trigger;
 
-pub use run::{Activity, Refused, RunReport, Started};
-
-/// The settlement job's task name: the key of its lock, executions, attempts and alerts.
-pub const SETTLE_FINES: &str = "settle-fines";
-
-/// Which dates a fire settles.
-#[derive(Debug, Clone)]
-pub enum Plan {
-    /// Every date from the day after the last SUCCESS through `target` (cron and start-up).
-    CatchUp { target: NaiveDate },
-    /// These dates, skipping those already settled (manual runs and backfills).
-    Dates(Vec<NaiveDate>),
-}
+pub use fire::{Activity, Refused, RunReport, Started};
+pub use hooks::{Hooks, Walked};
+pub use plan::{Plan, PlanError, Planner, Request};
 
 /// The job on this replica. Cheap to clone; all clones share the in-process guard.
 #[derive(Clone)]
@@ -53,12 +53,11 @@ struct Inner {
     time: DatabaseTime,
     spec: LockSpec,
     schedule: CronSchedule,
-    tz: Tz,
-    start_date: Option<NaiveDate>,
-    backfill_max_days: u32,
+    /// Which dates a fire settles.
+    planner: Planner,
     batch_size: i64,
-    /// The audit of the months a fire makes final (`crate::audit`).
-    audit: crate::audit::AuditConfig,
+    /// What runs after each walk.
+    hooks: Hooks,
     /// Held for the whole of a fire: the job never overlaps itself within one process.
     running: Arc<Mutex<()>>,
     /// What the fire holding `running` is doing, for the fire or request it turns away.
@@ -70,11 +69,25 @@ struct Inner {
 }
 
 impl SettleJob {
-    /// The job on `pool`, locking with `lock`, its cron awaited on `time`.
-    pub fn new(pool: PgPool, lock: JobLock, time: DatabaseTime, settings: &Settings) -> Result<Self, ScheduleError> {
+    /// The job on `pool`, locking with `lock`, its cron awaited on `time`, running `hooks` after
+    /// each walk.
+    pub fn new(
+        pool: PgPool,
+        lock: JobLock,
+        time: DatabaseTime,
+        settings: &Settings,
+        hooks: Hooks,
+    ) -> Result<Self, ScheduleError> {
         let job = &settings.job;
         Ok(SettleJob {
             inner: Arc::new(Inner {
+                planner: Planner {
+                    pool: pool.clone(),
+                    task_name: SETTLE_FINES.to_owned(),
+                    business_tz: settings.business_tz,
+                    configured_start: job.settle_start_date,
+                    max_days: job.backfill_max_days,
+                },
                 pool,
                 lock,
                 time,
@@ -85,11 +98,8 @@ impl SettleJob {
                     at_least_for: job.lock_at_least_for,
                 },
                 schedule: CronSchedule::parse(&job.settle_cron, settings.business_tz)?,
-                tz: settings.business_tz,
-                start_date: job.settle_start_date,
-                backfill_max_days: job.backfill_max_days,
                 batch_size: job.batch_size,
-                audit: crate::audit::AuditConfig::from_settings(settings),
+                hooks,
                 running: Arc::new(Mutex::new(())),
                 activity: std::sync::Mutex::new(Activity::Starting { trigger: Trigger::Cron }),
                 shutdown: CancellationToken::new(),
@@ -110,12 +120,9 @@ impl SettleJob {
         &self.inner.lock
     }
 
-    pub fn backfill_max_days(&self) -> u32 {
-        self.inner.backfill_max_days
-    }
-
-    pub fn start_date(&self) -> Option<NaiveDate> {
-        self.inner.start_date
+    /// Which dates a fire settles.
+    pub fn planner(&self) -> &Planner {
+        &self.inner.planner
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -128,17 +135,17 @@ impl SettleJob {
     }
 
     pub fn business_tz(&self) -> Tz {
-        self.inner.tz
+        self.inner.planner.business_tz
     }
 
-    /// Starts a fire; see the module docs.
-    pub async fn start(&self, trigger: Trigger, fired_at: DateTime<Utc>, plan: Plan) -> Result<Started, Refused> {
-        run::start(self, trigger, fired_at, plan).await
+    /// Starts a fire of `request`; see the module docs.
+    pub async fn start(&self, trigger: Trigger, fired_at: DateTime<Utc>, request: Request) -> Result<Started, Refused> {
+        fire::start(self, trigger, fired_at, request).await
     }
 
     /// Starts a fire and waits for it to finish.
-    pub async fn fire(&self, trigger: Trigger, fired_at: DateTime<Utc>, plan: Plan) -> Result<RunReport, Refused> {
-        Ok(self.start(trigger, fired_at, plan).await?.wait().await)
+    pub async fn fire(&self, trigger: Trigger, fired_at: DateTime<Utc>, request: Request) -> Result<RunReport, Refused> {
+        Ok(self.start(trigger, fired_at, request).await?.wait().await)
     }
 
     /// Takes no new fire; lets a running fire finish its current date within `grace`, then makes

@@ -8,18 +8,17 @@ use chrono::{DateTime, Utc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{Plan, Refused, RunReport, SettleJob};
+use super::{Refused, Request, RunReport, SettleJob};
+use crate::backoff::Backoff;
 use crate::schedule::{ScheduleError, Ticker, settle_target};
-use crate::settlement::{self, Trigger};
+use crate::settlement::Trigger;
 use crate::store;
 
 /// Added to the end of the lease a held fire met before it tries again: the holder's release
 /// (or its lease running out) is then past by the database clock, not just about to be.
 pub const HELD_RETRY_MARGIN: Duration = Duration::from_millis(500);
-/// First wait after the lock store (or the database) was unavailable; doubles up to
-/// [`UNAVAILABLE_RETRY_MAX`].
-const UNAVAILABLE_RETRY_FIRST: Duration = Duration::from_secs(1);
-const UNAVAILABLE_RETRY_MAX: Duration = Duration::from_secs(60);
+/// The waits after the lock store (or the database) was unavailable: from 1 s doubling to 60 s.
+const UNAVAILABLE_RETRY: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
 
 /// The running schedule of this replica.
 pub struct Scheduler {
@@ -41,7 +40,7 @@ impl Scheduler {
                 // wake-up still settles the right day.
                 let target = settle_target(slot, tz);
                 let next_slot = job.schedule().next_after(slot);
-                let fired = fire_until_run(&job, Trigger::Cron, slot, Plan::CatchUp { target }, next_slot).await;
+                let fired = fire_until_run(&job, Trigger::Cron, slot, Request::CatchUp { target }, next_slot).await;
                 log_refusal(fired.err());
             }
         })
@@ -60,7 +59,7 @@ impl Scheduler {
     }
 }
 
-/// Fires `plan` for `slot` with `trigger`, and fires it again while the refusal is one that
+/// Fires `request` for `slot` with `trigger`, and fires it again while the refusal is one that
 /// passes:
 /// - **held** by another holder: when the lease it met ends (its `locked_until` by the database
 ///   clock, plus [`HELD_RETRY_MARGIN`]);
@@ -80,12 +79,13 @@ pub async fn fire_until_run(
     job: &SettleJob,
     trigger: Trigger,
     slot: DateTime<Utc>,
-    plan: Plan,
+    request: Request,
     until: Option<DateTime<Utc>>,
 ) -> Result<RunReport, Refused> {
-    let mut unavailable_wait = UNAVAILABLE_RETRY_FIRST;
+    let mut unavailable_waits = UNAVAILABLE_RETRY.waits();
+    let mut unavailable_wait = || unavailable_waits.next().unwrap_or(UNAVAILABLE_RETRY.max);
     loop {
-        let refused = match job.fire(trigger, slot, plan.clone()).await {
+        let refused = match job.fire(trigger, slot, request.clone()).await {
             Ok(report) => return Ok(report),
             Err(refused) => refused,
         };
@@ -93,10 +93,14 @@ pub async fn fire_until_run(
             Refused::Held { locked_until, .. } => match store::clock::now(job.pool()).await {
                 Ok(now) => (*locked_until - now).to_std().unwrap_or_default() + HELD_RETRY_MARGIN,
                 // The lock answered but the clock did not: the database is failing; back off.
-                Err(_) => backoff(&mut unavailable_wait),
+                Err(_) => unavailable_wait(),
             },
-            Refused::Unavailable(_) => backoff(&mut unavailable_wait),
-            Refused::Busy(_) | Refused::NothingToDo | Refused::BeforeStart(_) | Refused::ShuttingDown => {
+            Refused::Unavailable(_) => unavailable_wait(),
+            Refused::Busy(_)
+            | Refused::NothingToDo
+            | Refused::BeforeStart(_)
+            | Refused::Invalid(_)
+            | Refused::ShuttingDown => {
                 return Err(refused);
             }
         };
@@ -134,13 +138,6 @@ pub async fn fire_until_run(
     }
 }
 
-/// The current backoff, doubling the next one up to [`UNAVAILABLE_RETRY_MAX`].
-fn backoff(current: &mut Duration) -> Duration {
-    let wait = *current;
-    *current = (*current * 2).min(UNAVAILABLE_RETRY_MAX);
-    wait
-}
-
 /// Sleeps for `limit`; `Duration::MAX` means forever.
 async fn sleep_at_most(limit: Duration) {
     match tokio::time::Instant::now().checked_add(limit) {
@@ -159,20 +156,21 @@ async fn catch_up_at_start(job: SettleJob) {
         let Some(slot) = job.schedule().latest_at_or_before(now) else {
             return Ok(());
         };
-        let target = settle_target(slot, job.schedule().tz());
-        let missing =
-            settlement::dates_for_run(pool, job.task_name(), job.start_date(), target, job.backfill_max_days()).await?;
-        if missing.is_empty() && !store::loans::changes_pending(pool).await? {
+        let request = Request::CatchUp {
+            target: settle_target(slot, job.schedule().tz()),
+        };
+        let missing = job.planner().plan(&request).await?;
+        if missing.is_empty() {
             return Ok(());
         }
         tracing::info!(
             job.task_name = job.task_name(),
-            job.dates = missing.len(),
+            job.dates = missing.dates.len(),
             "dates missing at start; catching up"
         );
         let next_slot = job.schedule().next_after(now);
         log_refusal(
-            fire_until_run(&job, Trigger::Startup, now, Plan::CatchUp { target }, next_slot)
+            fire_until_run(&job, Trigger::Startup, now, request, next_slot)
                 .await
                 .err(),
         );
@@ -191,17 +189,5 @@ fn log_refusal(refused: Option<Refused>) {
     // Each refusal is already in the attempt timeline; Busy/Held/Unavailable were logged there.
     if let Some(Refused::ShuttingDown) = refused {
         tracing::info!("fire ignored: shutting down");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_unavailable_backoff_doubles_up_to_a_minute() {
-        let mut current = UNAVAILABLE_RETRY_FIRST;
-        let waits: Vec<u64> = (0..9).map(|_| backoff(&mut current).as_secs()).collect();
-        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
     }
 }

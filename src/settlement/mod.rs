@@ -1,14 +1,12 @@
 //! The settlement procedure (CONTRACT §2.3 to §2.5): what one run does with the lock it holds.
 //!
-//! The job runner (`crate::jobs`) takes the lock, then hands this module a [`RunContext`] (who is
-//! running, with which fencing token) and the business dates to settle:
-//!
-//! 1. [`plan`] answers which dates a run settles: every date from the start date through the
-//!    target that has no SUCCESS, oldest first, capped; gaps behind later SUCCESSes included.
-//! 2. [`settle_dates`] walks them oldest first. Each date gets an execution record ([`records`])
-//!    and is settled by [`settle_date`] in ONE transaction that also marks the record SUCCESS.
-//!    The first date that fails stops the walk; the later ones wait for the next run, which
-//!    starts again from the first date without SUCCESS.
+//! The job (`crate::jobs`) takes the lock and plans the dates (its planner: every date from the
+//! start date through the target that has no SUCCESS, oldest first, capped; gaps behind later
+//! SUCCESSes included), then hands this module a [`RunContext`] (who is running, with which
+//! fencing token) and those dates. [`settle_dates`] walks them oldest first. Each date gets an
+//! execution record ([`records`]) and is settled by [`settle_date`] in ONE transaction that also
+//! marks the record SUCCESS. The first date that fails stops the walk; the later ones wait for
+//! the next run, which starts again from the first date without SUCCESS.
 //!
 //! # One transaction per business date
 //!
@@ -41,7 +39,7 @@
 //! contiguous range in any order leaves the same rows as running them once in order (the tests
 //! in `tests/settlement` check both against an independent day-by-day oracle).
 //!
-//! # Plans
+//! # Query plans
 //!
 //! The two batch statements ([`accrue`], [`settle`]) are sent as unnamed statements, so that
 //! Postgres plans each batch with its own values. A named (cached) statement may switch to one
@@ -57,7 +55,6 @@ pub mod accrue;
 mod batches;
 pub mod changes;
 mod date;
-pub mod plan;
 pub mod records;
 pub mod settle;
 mod walk;
@@ -70,9 +67,8 @@ use chrono_tz::Tz;
 use crate::lock::{FenceError, Fenced};
 
 pub use date::settle_date;
-pub use plan::{PlanError, dates_for_manual_run, dates_for_run};
 pub use records::Trigger;
-pub use walk::{DateOutcome, DateStatus, WalkReport, settle_changes, settle_dates, settle_dates_observed};
+pub use walk::{DateOutcome, DateStatus, WalkObserver, WalkReport, settle_changes, settle_dates};
 
 /// Who is running, with which lease: every write of the run carries `fencing_token` and is
 /// refused by the database once that token is no longer the task's current one.
@@ -85,7 +81,7 @@ pub struct RunContext {
     /// This replica, for people reading the execution records.
     pub instance_id: String,
     pub trigger: Trigger,
-    /// The job's start date (`settlement::plan::start_date`): no month before its month is
+    /// The job's start date (`crate::jobs::plan::Planner::start_date`): no month before its month is
     /// ever accrued.
     pub start_date: NaiveDate,
     /// The business zone: a date is settled only once it has ended there by the database's

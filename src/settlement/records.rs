@@ -22,6 +22,7 @@ use sqlx::{PgConnection, PgPool};
 use tokio::task::JoinHandle;
 
 use super::RunContext;
+use crate::backoff::Backoff;
 use crate::domain::business_date;
 use crate::lock::{FenceError, fence};
 use crate::store;
@@ -100,9 +101,8 @@ pub async fn fail(pool: &PgPool, ctx: &RunContext, execution_id: i64, error: &st
     Ok(failed)
 }
 
-/// First wait before [`fail_in_background`] tries again; doubles up to [`CLOSE_RETRY_MAX`].
-const CLOSE_RETRY_FIRST: Duration = Duration::from_millis(250);
-const CLOSE_RETRY_MAX: Duration = Duration::from_secs(5);
+/// The waits of [`fail_in_background`]: from 250 ms doubling to 5 s.
+const CLOSE_RETRY: Backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
 
 /// [`fail`], tried again in the background until the database answers: for a record whose
 /// FAILED write failed (the database went away with the date's transaction), so that it does not
@@ -114,9 +114,9 @@ const CLOSE_RETRY_MAX: Duration = Duration::from_secs(5);
 /// the process. The task answers whether this process closed the record.
 pub fn fail_in_background(pool: PgPool, ctx: RunContext, execution_id: i64, error: String) -> JoinHandle<bool> {
     tokio::spawn(async move {
-        let mut wait = CLOSE_RETRY_FIRST;
+        let mut waits = CLOSE_RETRY.waits();
         loop {
-            tokio::time::sleep(wait).await;
+            tokio::time::sleep(waits.next().unwrap_or(CLOSE_RETRY.max)).await;
             match fail(&pool, &ctx, execution_id, &error).await {
                 Ok(closed) => {
                     tracing::info!(
@@ -137,7 +137,6 @@ pub fn fail_in_background(pool: PgPool, ctx: RunContext, execution_id: i64, erro
                 }
                 Err(e) => {
                     tracing::debug!(execution.id = execution_id, error = %e, "execution not closed yet; trying again");
-                    wait = (wait * 2).min(CLOSE_RETRY_MAX);
                 }
             }
         }

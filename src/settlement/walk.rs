@@ -98,7 +98,19 @@ impl WalkReport {
     }
 }
 
-/// Settles `dates` oldest first, each in its own transaction with its own execution record.
+/// Told of each date of a walk as it goes: the CLI's progress bar, a manual run answering with
+/// the execution it started. Both methods do nothing unless implemented; `()` observes nothing.
+pub trait WalkObserver: Send {
+    /// The date has an execution record: RUNNING, or the SUCCESS found for it.
+    fn started(&mut self, _date: NaiveDate, _execution_id: i64) {}
+    /// The date is over, whatever its outcome.
+    fn finished(&mut self, _outcome: &DateOutcome) {}
+}
+
+impl WalkObserver for () {}
+
+/// Settles `dates` oldest first, each in its own transaction with its own execution record,
+/// telling `observer` as it goes.
 ///
 /// - `stop` (shutdown): checked between dates; the current date finishes.
 /// - `abort` (lease lost, shutdown grace over): checked between dates and between batches; the
@@ -113,18 +125,7 @@ pub async fn settle_dates(
     dates: &[NaiveDate],
     stop: &CancellationToken,
     abort: &CancellationToken,
-) -> WalkReport {
-    settle_dates_observed(pool, ctx, dates, stop, abort, |_| {}).await
-}
-
-/// [`settle_dates`], calling `on_date` after each date (a CLI progress bar).
-pub async fn settle_dates_observed(
-    pool: &PgPool,
-    ctx: &RunContext,
-    dates: &[NaiveDate],
-    stop: &CancellationToken,
-    abort: &CancellationToken,
-    mut on_date: impl FnMut(&DateOutcome) + Send,
+    mut observer: impl WalkObserver,
 ) -> WalkReport {
     let mut dates = dates.to_vec();
     dates.sort_unstable();
@@ -142,8 +143,8 @@ pub async fn settle_dates_observed(
         }
         // One span per business date, inside the fire's span: exported as an OpenTelemetry span.
         let span = tracing::info_span!("job.date", job.business_date = %date, lock.fencing_token = ctx.fencing_token);
-        let outcome = tracing::Instrument::instrument(run_one(pool, ctx, date, abort), span).await;
-        on_date(&outcome);
+        let outcome = tracing::Instrument::instrument(run_one(pool, ctx, date, abort, &mut observer), span).await;
+        observer.finished(&outcome);
         let stops = !matches!(outcome.status, DateStatus::Success | DateStatus::AlreadySettled);
         report.outcomes.push(outcome);
         if stops {
@@ -155,7 +156,13 @@ pub async fn settle_dates_observed(
 }
 
 /// Starts the record, runs the date, records the end, logs it.
-async fn run_one(pool: &PgPool, ctx: &RunContext, date: NaiveDate, abort: &CancellationToken) -> DateOutcome {
+async fn run_one(
+    pool: &PgPool,
+    ctx: &RunContext,
+    date: NaiveDate,
+    abort: &CancellationToken,
+    observer: &mut impl WalkObserver,
+) -> DateOutcome {
     let started = Instant::now();
     let mut outcome = DateOutcome {
         date,
@@ -169,6 +176,7 @@ async fn run_one(pool: &PgPool, ctx: &RunContext, date: NaiveDate, abort: &Cance
     let execution_id = match records::start(pool, ctx, date).await {
         Ok(StartOutcome::Running { execution_id }) => execution_id,
         Ok(StartOutcome::AlreadySettled { execution_id }) => {
+            observer.started(date, execution_id);
             outcome.execution_id = Some(execution_id);
             outcome.status = DateStatus::AlreadySettled;
             outcome.duration = started.elapsed();
@@ -196,6 +204,7 @@ async fn run_one(pool: &PgPool, ctx: &RunContext, date: NaiveDate, abort: &Cance
             return outcome;
         }
     };
+    observer.started(date, execution_id);
     outcome.execution_id = Some(execution_id);
     match run_date(pool, ctx, date, execution_id, abort).await {
         Ok(counts) => {

@@ -142,7 +142,7 @@ pub async fn replica_pool(url: &str) -> PgPool {
 /// A delivery policy whose retries wait long enough that a test must make them due itself.
 pub fn slow_retry_policy() -> DeliveryPolicy {
     DeliveryPolicy {
-        backoff_base: Duration::from_secs(600),
+        backoff: finesettle::backoff::Backoff::new(Duration::from_secs(600), Duration::from_secs(30 * 60)),
         ..DeliveryPolicy::default()
     }
 }

@@ -24,7 +24,7 @@ async fn the_worker_raises_delivers_resolves_and_stops() {
     let app = spawn_app().await;
     let receiver = Receiver::start(1).await;
     let delivery = finesettle::alerts::DeliveryPolicy {
-        backoff_base: Duration::ZERO,
+        backoff: finesettle::backoff::Backoff::new(Duration::ZERO, Duration::ZERO),
         ..Default::default()
     };
     let config = AlertWorkerConfig {

@@ -4,7 +4,8 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{database_now, ended_dates, job_named, start_manual};
+use super::{RangeFields, job_named, start_manual};
+use crate::jobs::Request;
 use crate::http::dates;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
@@ -53,18 +54,12 @@ pub async fn backfill_job(
     Json(body): Json<BackfillRequest>,
 ) -> Result<(StatusCode, Json<BackfillStarted>), ApiError> {
     let job = job_named(&state, &name)?;
-    let now = database_now(&state).await?;
-    ended_dates(job, now, body.from, body.to, "from", "to")?;
-    let days = (body.to - body.from).num_days() + 1;
-    let max = job.backfill_max_days();
-    if days > i64::from(max) {
-        return Err(ApiError::invalid(
-            "to",
-            format!("the range has {days} dates; at most {max} (FINESETTLE_BACKFILL_MAX_DAYS)"),
-        ));
-    }
-    let dates: Vec<NaiveDate> = body.from.iter_days().take(days as usize).collect();
-    let started = start_manual(job, now, dates).await?;
+    let request = Request::Range {
+        from: body.from,
+        to: body.to,
+    };
+    let fields = RangeFields { from: "from", to: "to" };
+    let started = start_manual(&state, job, request, fields).await?;
     let response = BackfillStarted {
         task_name: job.task_name().to_owned(),
         fencing_token: started.fencing_token,

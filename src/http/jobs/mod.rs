@@ -17,8 +17,8 @@ use utoipa_axum::routes;
 
 use super::error::ApiError;
 use super::locks::Lock;
-use crate::domain::business_date;
-use crate::jobs::{Activity, Plan, Refused, SettleJob, Started};
+use crate::domain::RangeError;
+use crate::jobs::{Activity, Refused, Request, SettleJob, Started};
 use crate::settlement::Trigger;
 use crate::state::AppState;
 use crate::store;
@@ -74,54 +74,43 @@ pub struct Fire {
     pub settles: NaiveDate,
 }
 
+/// The request fields an operator's range came in: a bad range is answered on the field at fault.
+struct RangeFields {
+    from: &'static str,
+    to: &'static str,
+}
+
 /// A refused manual run or backfill, as the client sees it.
-impl From<Refused> for ApiError {
-    fn from(refused: Refused) -> Self {
-        match refused {
-            Refused::Held { .. } => ApiError::conflict("lock_held", refused.to_string()),
-            // A fire of this replica is taking the lock (a takeover waits for the previous
-            // holder's transaction) or walking its dates: both pass, so both are a 409.
-            Refused::Busy(Activity::Starting { .. }) => ApiError::conflict("job_starting", refused.to_string()),
-            Refused::Busy(Activity::Walking { .. }) => ApiError::conflict("job_running", refused.to_string()),
-            Refused::NothingToDo => ApiError::conflict("already_settled", "every requested date is already settled"),
-            Refused::BeforeStart(before) => ApiError::invalid(
-                "business_date",
-                format!("{before}; set FINESETTLE_SETTLE_START_DATE to settle earlier dates"),
-            ),
-            Refused::Unavailable(_) | Refused::ShuttingDown => ApiError::Unavailable(refused.to_string()),
-        }
-    }
-}
-
-/// Checks that `from..=to` are dates that had ended at `now` (before today in the job's zone).
-fn ended_dates(
-    job: &SettleJob,
-    now: DateTime<Utc>,
-    from: NaiveDate,
-    to: NaiveDate,
-    field_from: &str,
-    field_to: &str,
-) -> Result<(), ApiError> {
-    let today = business_date(now, job.business_tz());
-    if to >= today {
-        return Err(ApiError::invalid(
-            field_to,
+fn refused(refused: Refused, fields: RangeFields) -> ApiError {
+    match refused {
+        Refused::Invalid(RangeError::NotEnded { today, .. }) => ApiError::invalid(
+            fields.to,
             format!("must be a business date that has ended (before {today})"),
-        ));
+        ),
+        Refused::Invalid(RangeError::Reversed { .. }) => ApiError::invalid(fields.from, "must not be after `to`"),
+        Refused::Invalid(RangeError::TooLong { days, max }) => ApiError::invalid(
+            fields.to,
+            format!("the range has {days} dates; at most {max} (FINESETTLE_BACKFILL_MAX_DAYS)"),
+        ),
+        Refused::Held { .. } => ApiError::conflict("lock_held", refused.to_string()),
+        // A fire of this replica is taking the lock (a takeover waits for the previous
+        // holder's transaction) or walking its dates: both pass, so both are a 409.
+        Refused::Busy(Activity::Starting { .. }) => ApiError::conflict("job_starting", refused.to_string()),
+        Refused::Busy(Activity::Walking { .. }) => ApiError::conflict("job_running", refused.to_string()),
+        Refused::NothingToDo => ApiError::conflict("already_settled", "every requested date is already settled"),
+        Refused::BeforeStart(before) => ApiError::invalid(
+            fields.from,
+            format!("{before}; set FINESETTLE_SETTLE_START_DATE to settle earlier dates"),
+        ),
+        Refused::Unavailable(_) | Refused::ShuttingDown => ApiError::Unavailable(refused.to_string()),
     }
-    if from > to {
-        return Err(ApiError::invalid(field_from, "must not be after `to`"));
-    }
-    Ok(())
 }
 
-/// The database's clock: a manual run is checked and timed by it, like every other fire, and
-/// read once per request so the check and the run agree on what "today" is.
-async fn database_now(state: &AppState) -> Result<DateTime<Utc>, ApiError> {
-    Ok(store::clock::now(&state.pool).await?)
-}
-
-/// Starts a manual run of `dates` fired at `now`.
-async fn start_manual(job: &SettleJob, now: DateTime<Utc>, dates: Vec<NaiveDate>) -> Result<Started, ApiError> {
-    Ok(job.start(Trigger::Manual, now, Plan::Dates(dates)).await?)
+/// Starts an operator's run of `from..=to` (trigger `manual`), fired at the database's clock: a
+/// manual run is checked and timed by it, like every other fire.
+async fn start_manual(state: &AppState, job: &SettleJob, request: Request, fields: RangeFields) -> Result<Started, ApiError> {
+    let now = store::clock::now(&state.pool).await?;
+    job.start(Trigger::Manual, now, request)
+        .await
+        .map_err(|error| refused(error, fields))
 }

@@ -1,12 +1,11 @@
-use std::time::Duration;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Execution, database_now, ended_dates, job_named, start_manual};
+use super::{Execution, RangeFields, job_named, start_manual};
+use crate::jobs::Request;
 use crate::http::dates;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
@@ -46,26 +45,23 @@ pub async fn run_job(
     Json(body): Json<RunRequest>,
 ) -> Result<(StatusCode, Json<Execution>), ApiError> {
     let job = job_named(&state, &name)?;
-    let date = body.business_date;
-    let now = database_now(&state).await?;
-    ended_dates(job, now, date, date, "business_date", "business_date")?;
-    let started = start_manual(job, now, vec![date]).await?;
+    let fields = RangeFields {
+        from: "business_date",
+        to: "business_date",
+    };
+    let mut started = start_manual(&state, job, Request::date(body.business_date), fields).await?;
     // The first date of the run: the requested one, or the earliest date without SUCCESS before
-    // it, which the run settles first.
-    let first = started.dates.first().copied().unwrap_or(date);
-    let execution = wait_for_execution(&state, job.task_name(), first, started.fencing_token).await?;
+    // it, which the run settles first. The walk tells its execution as soon as it is RUNNING.
+    let Some(execution_id) = started.first_execution().await else {
+        let report = started.wait().await;
+        let why = report.walk.stopped_at().and_then(|outcome| outcome.error.clone());
+        return Err(ApiError::Internal(anyhow::anyhow!(
+            "the run stopped before its first date had an execution record: {}",
+            why.unwrap_or_else(|| "the service is stopping".to_owned())
+        )));
+    };
+    let execution = store::executions::find(&state.pool, execution_id)
+        .await?
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("execution {execution_id} vanished")))?;
     Ok((StatusCode::ACCEPTED, Json(execution)))
-}
-
-/// The run inserts its RUNNING record right after winning the lock; wait for it (briefly).
-async fn wait_for_execution(state: &AppState, task: &str, date: NaiveDate, token: i64) -> Result<Execution, ApiError> {
-    for _ in 0..250 {
-        if let Some(row) = store::executions::find_by_token(&state.pool, task, date, token).await? {
-            return Ok(row);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    Err(ApiError::Internal(anyhow::anyhow!(
-        "the run started but its execution record did not appear within 5 s"
-    )))
 }
