@@ -10,7 +10,7 @@
 //!
 //! One kind of change is left out on purpose: a return back-dated into a month that was already
 //! settled. SETTLED fines are history and are never rewritten (CONTRACT §2.4); the audit lists
-//! such a loan as a correction for a librarian instead (tests/settlement/audit.rs).
+//! such a loan as a correction for a librarian instead (tests/it/settlement/audit.rs).
 
 use chrono::{Days, NaiveDate};
 use finesettle::domain::{LoanTerms, month_start};

@@ -29,8 +29,8 @@ pub struct ChildOutput {
     pub stderr: String,
 }
 
-/// Runs `test` (its full name in this binary, such as `telemetry::export::a_test`) in a child process with
-/// `env`, and asserts that exactly that one test ran and passed.
+/// Runs `test` (its full name in this binary, such as `telemetry::export::a_test`) in a child
+/// process with `env`, and asserts that exactly that one test ran and passed.
 pub async fn run(test: &str, env: &[(&str, &str)]) -> ChildOutput {
     let mut command = tokio::process::Command::new(std::env::current_exe().expect("the test binary"));
     command

@@ -10,7 +10,8 @@
 //!
 //! The previous release is built by `scripts/previous-release` (cached under
 //! `~/.cache/finesettle-upgrade`), or taken from `FINESETTLE_PREVIOUS_RELEASE`. The default
-//! nextest profile leaves this test out; `--profile ci` and `-E 'binary(upgrade)'` run it.
+//! nextest profile leaves this test out; `--profile ci` and
+//! `-E 'binary(it) & test(/^upgrade::/)'` run it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
