@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::{HeaderMap, StatusCode};
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::NaiveDate;
 use finesettle::alerts::conditions::ClockSkewLimits;
 use finesettle::alerts::{
     AlertRules, CLOCK_MEASUREMENT_STALE_AFTER, DEFAULT_MAX_MISSED_PER_EVALUATION, DeliveryPolicy, SETTLE_FINES, Webhook,
@@ -14,13 +14,9 @@ use finesettle::schedule::CronSchedule;
 use serde_json::Value;
 use sqlx::PgPool;
 
-pub fn date(text: &str) -> NaiveDate {
-    text.parse().expect("a YYYY-MM-DD date")
-}
-
-pub fn instant(text: &str) -> DateTime<Utc> {
-    text.parse().expect("an RFC 3339 instant")
-}
+// The fixtures' parsers of dates and instants, which the alert tests name as theirs.
+use crate::common::data;
+pub use crate::common::fixtures::{date, instant};
 
 /// `settle-fines` at 02:00 UTC (so slots are easy to read), 30m timeout, 60m grace, clocks within
 /// 5 s, measurements stale after three minutes.
@@ -117,9 +113,9 @@ pub async fn missed_dates(pool: &PgPool, state: &str) -> Vec<NaiveDate> {
         .expect("read MISSED alerts")
 }
 
-/// Every date from `first` through `last`.
+/// Every date from `first` through `last` (`YYYY-MM-DD`).
 pub fn days(first: &str, last: &str) -> Vec<NaiveDate> {
-    date(first).iter_days().take_while(|d| *d <= date(last)).collect()
+    data::days(date(first), date(last))
 }
 
 /// `(kind, business_date, state)` of every alert, oldest first.

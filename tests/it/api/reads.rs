@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use sqlx::{Connection, PgConnection};
 
 use crate::common::fixtures::{insert_book, insert_fine, insert_loan};
+use crate::common::triggers::create_trigger;
 use crate::common::{READER_TOKEN, TestApp, spawn_app_with};
 
 /// The advisory lock the test holds; the settlement's transaction waits for it when it marks its
@@ -23,15 +24,13 @@ const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// A hook in the test's own database: the settlement's transaction stops when it marks its
 /// execution SUCCESS, until the test releases [`HOLD`].
 async fn stop_settlements_before_commit(app: &TestApp) {
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "create function test_hold_settlement() returns trigger language plpgsql as $$
-         begin perform pg_advisory_xact_lock({HOLD}); return new; end $$;
-         create trigger test_hold_settlement before update on task_execution for each row
-             when (new.status = 'SUCCESS') execute function test_hold_settlement();"
-    )))
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    create_trigger(
+        &app.pool,
+        "test_hold_settlement",
+        "before update on task_execution for each row when (new.status = 'SUCCESS')",
+        &format!("perform pg_advisory_xact_lock({HOLD}); return new;"),
+    )
+    .await;
 }
 
 /// Waits until a session is waiting for [`HOLD`]: the settlement, inside its transaction.

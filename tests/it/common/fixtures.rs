@@ -2,7 +2,7 @@
 //! create (books and loans through their API, fines by the settlement job). Each test then states
 //! exactly the rows it starts from, without depending on how those parts work.
 
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::PgPool;
 
 /// The fencing token fixture fines carry, as if a settlement run with this token wrote them.
@@ -11,6 +11,11 @@ pub const FIXTURE_FENCING_TOKEN: i64 = 7;
 /// `YYYY-MM-DD` as a date.
 pub fn date(text: &str) -> NaiveDate {
     text.parse().expect("a YYYY-MM-DD date")
+}
+
+/// An RFC 3339 instant (`2026-03-08T07:00:00Z`).
+pub fn instant(text: &str) -> DateTime<Utc> {
+    text.parse().expect("an RFC 3339 instant")
 }
 
 pub async fn insert_book(pool: &PgPool, title: &str) -> i64 {

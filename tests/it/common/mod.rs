@@ -12,6 +12,7 @@ pub mod fixtures;
 pub mod images;
 pub mod proxy;
 pub mod redis;
+pub mod triggers;
 
 // The settlement tests' data generators, oracle and runners, which the replica, container and
 // upgrade tests use too.

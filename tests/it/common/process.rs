@@ -76,6 +76,15 @@ impl Finesettle {
         }
     }
 
+    /// A lease of three seconds (one at least) and batches of 100: a holder that crashes or stops
+    /// blocks the job for seconds only, and each date takes many statements, so that a backfill
+    /// of the busy range lasts several seconds (the crash and pause tests).
+    pub fn with_a_short_lease(self) -> Self {
+        self.env("FINESETTLE_LOCK_AT_MOST_FOR", "3s")
+            .env("FINESETTLE_LOCK_AT_LEAST_FOR", "1s")
+            .env("FINESETTLE_SETTLE_BATCH_SIZE", "100")
+    }
+
     pub fn env(mut self, name: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
         self.command.env(name, value);
         self

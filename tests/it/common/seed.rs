@@ -22,9 +22,14 @@ pub fn busy_range() -> (NaiveDate, NaiveDate) {
 /// processes migrate it again at start, a no-op). Keep the `TestDatabase`: dropping it drops the
 /// database.
 pub async fn migrated_db() -> (TestDatabase, PgPool) {
+    migrated_db_with(4).await
+}
+
+/// [`migrated_db`] with a pool of `max_connections` (the settlement tests' own database takes 8).
+pub async fn migrated_db_with(max_connections: u32) -> (TestDatabase, PgPool) {
     finesettle::telemetry::init();
     let database = TestDatabase::create().await;
-    let pool = finesettle::store::database::connect(database.url(), 4)
+    let pool = finesettle::store::database::connect(database.url(), max_connections)
         .await
         .expect("connect to the test database");
     finesettle::store::database::migrate(&pool).await.expect("migrate");

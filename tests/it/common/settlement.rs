@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::data::ymd;
 use crate::common::database::TestDatabase;
 use crate::common::oracle::{Entry, Fine, Model};
+use crate::common::seed::migrated_db_with;
 
 pub const TASK: &str = "settle-fines";
 /// The token the tests' lock row starts with.
@@ -30,12 +31,7 @@ impl Db {
 }
 
 pub async fn fresh_db() -> Db {
-    finesettle::telemetry::init();
-    let database = TestDatabase::create().await;
-    let pool = finesettle::store::database::connect(database.url(), 8)
-        .await
-        .expect("connect to the test database");
-    finesettle::store::database::migrate(&pool).await.expect("migrate");
+    let (database, pool) = migrated_db_with(8).await;
     sqlx::query(
         "insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token, fencing_token) \
          values ($1, now() + interval '1 hour', now(), 'test', gen_random_uuid(), $2)",

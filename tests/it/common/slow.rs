@@ -5,29 +5,29 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 
+use crate::common::triggers::create_trigger;
+
 /// Makes every transaction that writes to `fine_record` sleep `each` at its first write
 /// statement (a statement trigger, so even a statement that writes no row sleeps): each business
 /// date then takes at least `each`, spent inside its fenced transaction. The database ends the
 /// sleep on its own if the client goes away, at the end of the sleep.
 pub async fn slow_dates(pool: &PgPool, each: Duration) {
-    let sql = format!(
-        r#"
-        create function test_slow_date() returns trigger language plpgsql as $$
-        begin
-            -- once per transaction: the flag is local to it
-            if current_setting('test.slept', true) is distinct from 'yes' then
-                perform set_config('test.slept', 'yes', true);
-                perform pg_sleep({seconds});
-            end if;
-            return null;
-        end;
-        $$;
-        create trigger test_slow_date before insert or update on fine_record
-            for each statement execute function test_slow_date();
-        "#,
+    // Once per transaction: the flag is local to it.
+    let body = format!(
+        "if current_setting('test.slept', true) is distinct from 'yes' then
+             perform set_config('test.slept', 'yes', true);
+             perform pg_sleep({seconds});
+         end if;
+         return null;",
         seconds = each.as_secs_f64()
     );
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(pool).await.unwrap();
+    create_trigger(
+        pool,
+        "test_slow_date",
+        "before insert or update on fine_record for each statement",
+        &body,
+    )
+    .await;
 }
 
 /// Makes dates fast again. Waits for the transactions that have the table open.

@@ -12,6 +12,7 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::common::triggers::create_trigger;
 use crate::common::{spawn_app, spawn_app_with_redis};
 use crate::lock::backend::{Backend, Fixture};
 use crate::lock::{MINUTE, TASK, acquire, spec, stored};
@@ -127,15 +128,13 @@ async fn redis_unreachable_is_unavailable_without_a_panic_or_a_hang_and_changes_
 async fn a_winner_that_cannot_publish_its_token_gives_the_redis_lock_back() {
     let fx = Fixture::new(Backend::Redis).await;
     // PostgreSQL refuses every write to task_lock, as it would when down for writes
-    sqlx::raw_sql(
-        "create function refuse_task_lock_writes() returns trigger language plpgsql as
-             $$ begin raise exception 'task_lock is read-only'; end $$;
-         create trigger refuse_writes before insert or update on task_lock
-             for each row execute function refuse_task_lock_writes();",
+    create_trigger(
+        fx.pool(),
+        "refuse_task_lock_writes",
+        "before insert or update on task_lock for each row",
+        "raise exception 'task_lock is read-only';",
     )
-    .execute(fx.pool())
-    .await
-    .unwrap();
+    .await;
 
     let refused = fx.lock.try_acquire(&spec(TASK, "replica-a")).await;
     assert!(matches!(refused, Err(LockError::Database(_))), "{refused:?}");

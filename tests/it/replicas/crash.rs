@@ -13,14 +13,7 @@ async fn a_holder_killed_mid_backfill_is_taken_over_once_its_lease_expires() {
     let loans = seed(&pool, &fixed_loans(31)).await;
     let (from, to) = busy_range();
     let dates = days(from, to);
-    // A short lease, so that a crashed holder blocks the job for seconds; small batches, so
-    // that each date takes many statements and the backfill several seconds.
-    let replica = |id: &str| {
-        Finesettle::new(database.url(), id)
-            .env("FINESETTLE_LOCK_AT_MOST_FOR", "3s")
-            .env("FINESETTLE_LOCK_AT_LEAST_FOR", "1s")
-            .env("FINESETTLE_SETTLE_BATCH_SIZE", "100")
-    };
+    let replica = |id: &str| Finesettle::new(database.url(), id).with_a_short_lease();
 
     let mut a = replica("replica-a").spawn(&backfill(from, to));
     let interrupted = stop_in_the_middle_of_a_date(&mut a, &pool, "replica-a").await;

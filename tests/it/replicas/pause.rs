@@ -29,12 +29,7 @@ async fn a_holder_paused_past_its_lease_writes_nothing_when_it_wakes() {
     let loans = seed(&pool, &fixed_loans(32)).await;
     let (from, to) = busy_range();
     let dates = days(from, to);
-    let replica = |id: &str| {
-        Finesettle::new(database.url(), id)
-            .env("FINESETTLE_LOCK_AT_MOST_FOR", "3s")
-            .env("FINESETTLE_LOCK_AT_LEAST_FOR", "1s")
-            .env("FINESETTLE_SETTLE_BATCH_SIZE", "100")
-    };
+    let replica = |id: &str| Finesettle::new(database.url(), id).with_a_short_lease();
 
     let mut a = replica("replica-a").spawn(&backfill(from, to));
     let paused = stop_in_the_middle_of_a_date(&mut a, &pool, "replica-a").await;

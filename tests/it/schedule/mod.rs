@@ -17,12 +17,11 @@ use croner::Cron;
 use croner::parser::{CronParser, Seconds};
 use finesettle::schedule::CronSchedule;
 
+// An RFC 3339 instant, as the schedule's tests write every fire.
+use crate::common::fixtures::instant as utc;
+
 fn local(t: DateTime<Utc>, tz: Tz) -> NaiveDateTime {
     t.with_timezone(&tz).naive_local()
-}
-
-fn utc(s: &str) -> DateTime<Utc> {
-    s.parse().expect("valid RFC 3339 instant")
 }
 
 fn sched(expr: &str, tz: Tz) -> CronSchedule {

@@ -11,6 +11,7 @@ use crate::common::oracle::Model;
 use crate::common::settlement::{
     TASK, TOKEN, assert_all_succeeded, assert_matches, ctx, executions_of, fines, fresh_db, ledger, row_versions, walk,
 };
+use crate::common::triggers::create_trigger;
 
 const FAULT: &str = "test fault: the ledger refuses every entry";
 
@@ -26,20 +27,13 @@ async fn a_date_refused_midway_leaves_nothing_and_is_redone_by_the_next_run() {
 
     // The database refuses the CHARGE inserts: March 31 accrues its fines, then fails while
     // settling them, in the same statement that already moved them to SETTLED.
-    sqlx::raw_sql(
-        r#"
-        create function test_refuse_entry() returns trigger language plpgsql as $$
-        begin
-            raise exception 'test fault: the ledger refuses every entry';
-        end;
-        $$;
-        create trigger test_refuse_entry before insert on ledger_entry
-            for each row execute function test_refuse_entry();
-        "#,
+    create_trigger(
+        &db.pool,
+        "test_refuse_entry",
+        "before insert on ledger_entry for each row",
+        &format!("raise exception '{FAULT}';"),
     )
-    .execute(&db.pool)
-    .await
-    .unwrap();
+    .await;
 
     let report = walk(&db.pool, &days(ymd(2026, 3, 31), target)).await;
     assert_eq!(report.outcomes.len(), 1, "the walk stops at the failed date");
@@ -94,21 +88,13 @@ async fn a_date_stopped_between_batches_is_rolled_back_and_recorded_abandoned() 
     let before = row_versions(&db.pool).await;
 
     // Slow every fine write down, so that the date is still in its batches when it is stopped.
-    sqlx::raw_sql(
-        r#"
-        create function test_slow_fine() returns trigger language plpgsql as $$
-        begin
-            perform pg_sleep(0.02);
-            return new;
-        end;
-        $$;
-        create trigger test_slow_fine before insert or update on fine_record
-            for each row execute function test_slow_fine();
-        "#,
+    create_trigger(
+        &db.pool,
+        "test_slow_fine",
+        "before insert or update on fine_record for each row",
+        "perform pg_sleep(0.02); return new;",
     )
-    .execute(&db.pool)
-    .await
-    .unwrap();
+    .await;
 
     // Stop (as a lost lease would) as soon as the date's execution shows RUNNING.
     let abort = CancellationToken::new();

@@ -6,6 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::data::{days, insert_loans, random_loans, ymd};
 use crate::common::settlement::{TASK, TOKEN, assert_all_succeeded, ctx, executions_of, fresh_db, row_versions, walk};
+use crate::common::triggers::create_trigger;
 
 #[tokio::test]
 async fn a_stale_token_writes_nothing() {
@@ -47,21 +48,13 @@ async fn a_lock_taken_over_mid_date_leaves_the_record_to_the_new_holder() {
     let before = row_versions(&db.pool).await;
     // The lock passes to token 8 right after this run recorded its date as RUNNING (as when the
     // holder pauses past its lease there and another replica takes over).
-    sqlx::raw_sql(
-        r#"
-        create function test_take_over() returns trigger language plpgsql as $$
-        begin
-            update task_lock set fencing_token = fencing_token + 1 where task_name = new.task_name;
-            return new;
-        end;
-        $$;
-        create trigger test_take_over after insert on task_execution
-            for each row execute function test_take_over();
-        "#,
+    create_trigger(
+        &db.pool,
+        "test_take_over",
+        "after insert on task_execution for each row",
+        "update task_lock set fencing_token = fencing_token + 1 where task_name = new.task_name; return new;",
     )
-    .execute(&db.pool)
-    .await
-    .unwrap();
+    .await;
 
     let date = ymd(2026, 3, 20);
     let report = walk(&db.pool, &[date]).await;
