@@ -4,7 +4,6 @@
 //! machine), otherwise one started with testcontainers (a laptop with Docker). Every test gets a
 //! database of its own, created empty, migrated by the application itself, and dropped when the
 //! test's `TestApp` goes out of scope.
-#![allow(dead_code)]
 
 pub mod containers;
 pub mod database;

@@ -13,7 +13,6 @@ use tokio_util::sync::CancellationToken;
 /// A running proxy. Dropping it stops it and drops its connections.
 pub struct DbProxy {
     addr: SocketAddr,
-    upstream: SocketAddr,
     state: Arc<State>,
     accept: JoinHandle<()>,
 }
@@ -37,12 +36,7 @@ impl DbProxy {
             connections: Mutex::new(CancellationToken::new()),
         });
         let accept = tokio::spawn(accept_loop(listener, upstream, Arc::clone(&state)));
-        DbProxy {
-            addr,
-            upstream,
-            state,
-            accept,
-        }
+        DbProxy { addr, state, accept }
     }
 
     /// Starts a proxy to the server of `database_url` and answers it with the URL that goes
@@ -59,14 +53,6 @@ impl DbProxy {
         let proxy = DbProxy::start(upstream);
         let url = database_url.replacen(&authority(database_url), &proxy.addr.to_string(), 1);
         (proxy, url)
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    pub fn upstream(&self) -> SocketAddr {
-        self.upstream
     }
 
     /// The blip: drops every connection (both sides: the server ends those sessions and rolls

@@ -7,7 +7,6 @@
 //! test binary filtered to the same test with `FINESETTLE_TEST_CHILD` and the chosen variables,
 //! then checks what the collector received; and as the *child*, which sees the marker and runs
 //! the body that initializes telemetry and emits. The same works under nextest and `cargo test`.
-#![allow(dead_code)]
 
 use std::process::Stdio;
 

@@ -3,7 +3,6 @@
 //!
 //! It accepts a POST on any path, so a test can also check where a signal was sent; bodies are
 //! decoded by the standard path suffix (`/v1/traces`, `/v1/metrics`, `/v1/logs`).
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
