@@ -10,6 +10,8 @@
 
 use std::process::Stdio;
 
+use finesettle::telemetry::{self, Exporting, metrics};
+
 const MARKER: &str = "FINESETTLE_TEST_CHILD";
 
 /// Variables the child must not inherit from the developer's shell or CI: only what the test
@@ -56,4 +58,15 @@ pub async fn run(test: &str, env: &[(&str, &str)]) -> ChildOutput {
         child.stderr
     );
     child
+}
+
+/// The child's body of the tests that check where one signal goes: initializes telemetry from
+/// the environment, asserts it exports `expected`, emits one span with an event and one lock
+/// attempt, and flushes.
+pub async fn emit_one_fire(expected: Exporting) {
+    telemetry::init();
+    assert_eq!(telemetry::exporting(), expected);
+    tracing::info_span!("job.fire").in_scope(|| tracing::info!("fired"));
+    metrics::lock_attempt("settle-fines", "WON");
+    tokio::task::spawn_blocking(telemetry::shutdown).await.unwrap();
 }

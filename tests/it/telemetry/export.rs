@@ -223,19 +223,12 @@ async fn emit_a_settlement_and_http_traffic() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_signal_endpoint_exports_only_that_signal_to_that_url() {
     if child::is_child() {
-        telemetry::init();
-        assert_eq!(
-            telemetry::exporting(),
-            Exporting {
-                traces: false,
-                metrics: true,
-                logs: false
-            }
-        );
-        tracing::info_span!("job.fire").in_scope(|| tracing::info!("fired"));
-        metrics::lock_attempt(TASK, "WON");
-        tokio::task::spawn_blocking(telemetry::shutdown).await.unwrap();
-        return;
+        return child::emit_one_fire(Exporting {
+            traces: false,
+            metrics: true,
+            logs: false,
+        })
+        .await;
     }
     let collector = Collector::start().await;
     let endpoint = format!("{}/custom/v1/metrics", collector.url());

@@ -2,7 +2,7 @@
 //! endpoint gets `/v1/<signal>` (after a trailing slash too), headers and the sampler apply. And
 //! what finesettle adds because the SDK lacks it: percent-decoded resource attributes.
 
-use finesettle::telemetry::{self, Exporting, metrics};
+use finesettle::telemetry::Exporting;
 use opentelemetry::Key;
 use opentelemetry_sdk::resource::{EnvResourceDetector, ResourceDetector};
 
@@ -20,19 +20,12 @@ async fn the_exporter_and_the_sdk_read_the_standard_variables() {
             detected.get(&Key::from_static_str("team")),
             Some("lending%2Cfines".into())
         );
-        telemetry::init();
-        assert_eq!(
-            telemetry::exporting(),
-            Exporting {
-                traces: true,
-                metrics: true,
-                logs: true
-            }
-        );
-        tracing::info_span!("job.fire").in_scope(|| tracing::info!("fired"));
-        metrics::lock_attempt("settle-fines", "WON");
-        tokio::task::spawn_blocking(telemetry::shutdown).await.unwrap();
-        return;
+        return child::emit_one_fire(Exporting {
+            traces: true,
+            metrics: true,
+            logs: true,
+        })
+        .await;
     }
     let collector = Collector::start().await;
     let base_with_slash = format!("{}/", collector.url());
