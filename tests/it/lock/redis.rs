@@ -140,7 +140,7 @@ async fn a_winner_that_cannot_publish_its_token_gives_the_redis_lock_back() {
     assert!(matches!(refused, Err(LockError::Database(_))), "{refused:?}");
     assert_eq!(fx.try_stored(TASK).await, None, "the key was given back");
 
-    sqlx::raw_sql("drop trigger refuse_writes on task_lock")
+    sqlx::raw_sql("drop trigger refuse_task_lock_writes on task_lock")
         .execute(fx.pool())
         .await
         .unwrap();
