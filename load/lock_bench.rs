@@ -24,7 +24,7 @@
 //! waited for the disk.
 //!
 //! Where the gap comes from, message by message (read off the wire with `PGSSLMODE=disable` and
-//! `strace -e sendto`; `tests/lock/round_trips.rs` counts them in CI): a cycle of (a) is two pool
+//! `strace -e sendto`; `tests/it/lock/round_trips.rs` counts them in CI): a cycle of (a) is two pool
 //! checkouts and two awaited messages, the acquisition (one `insert .. on conflict .. returning`
 //! that sets its own `lock_timeout` and commits on its own) and the release's `update`. A cycle of
 //! (b) is two pool checkouts and two statements. Each checkout costs sqlx two `Sync` pings (one

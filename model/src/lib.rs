@@ -13,7 +13,7 @@
 //! - [`properties`]: what must hold in every reachable state, and the liveness property.
 //! - [`Bug`]: protocol bugs the model can be built with, to show the checker catches each.
 //! - [`story`]: a counterexample told as the sequence of steps, one line each.
-//! - [`walk`]: seeded random walks, which `tests/lock/conformance.rs` replays against the real
+//! - [`walk`]: seeded random walks, which `tests/it/lock/conformance.rs` replays against the real
 //!   lock stores, fence and records.
 //!
 //! docs/DESIGN.md §4.8 says what the model covers, what it abstracts away, and how to read a

@@ -65,7 +65,7 @@ impl Config {
         }
     }
 
-    /// The world `tests/lock/conformance.rs` replays against the real stores: three replicas and
+    /// The world `tests/it/lock/conformance.rs` replays against the real stores: three replicas and
     /// more faults, since a walk visits only one path. Every clock is right: the check that a
     /// date has ended by the database's clock is the one step a replay cannot drive, since the
     /// real database's clock cannot be moved (the replay moves the stored lock times instead).
@@ -113,7 +113,7 @@ pub enum Action {
 }
 
 /// What a step answered: what the real code answers for the same step, so that a replay can
-/// compare them (`tests/lock/conformance.rs`).
+/// compare them (`tests/it/lock/conformance.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
     Ticked,

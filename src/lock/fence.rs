@@ -55,7 +55,7 @@
 //!
 //! The limit goes in the same message as the `begin`, not in a statement after it: a process
 //! stopped between the two would leave its session idle in a transaction with no limit at all,
-//! for as long as it stays stopped (a CI run caught one, `tests/replicas/pause.rs`).
+//! for as long as it stays stopped (a CI run caught one, `tests/it/replicas/pause.rs`).
 
 use std::time::Duration;
 

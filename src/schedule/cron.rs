@@ -30,7 +30,7 @@
 //! # How
 //!
 //! croner's own zone search gets several of these cases wrong (listed, each with the instant it
-//! answers, by `croner_zone_search_breaks_the_rules` in `tests/schedule/dst.rs`). So croner only
+//! answers, by `croner_zone_search_breaks_the_rules` in `tests/it/schedule/dst.rs`). So croner only
 //! lists matching *naive* local times, on a UTC carrier where it is exact, and chrono-tz
 //! resolves each one ([`TimeZone::from_local_datetime`], [`GapInfo`]) by the rules above.
 //! Resolving in order of local time yields slots in order of time, except that the second

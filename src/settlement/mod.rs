@@ -37,7 +37,7 @@
 //!
 //! Running a date twice therefore changes nothing the second time, and running the dates of a
 //! contiguous range in any order leaves the same rows as running them once in order (the tests
-//! in `tests/settlement` check both against an independent day-by-day oracle).
+//! in `tests/it/settlement` check both against an independent day-by-day oracle).
 //!
 //! # Query plans
 //!

@@ -331,7 +331,7 @@ mod tests {
         assert!(config.problems.is_empty(), "{:?}", config.problems);
     }
 
-    /// Where each goes (`/v1/<signal>` after a base URL) the exporter decides: tests/telemetry.
+    /// Where each goes (`/v1/<signal>` after a base URL) the exporter decides: tests/it/telemetry.
     #[test]
     fn a_signal_is_on_with_its_own_endpoint_or_the_base_one() {
         let config = config(&[

@@ -1,0 +1,51 @@
+//! The holder cut off the network in the middle of a date (`docker network disconnect`): its
+//! TCP connections are not reset, they hang, as in a real partition. Then it is reconnected.
+
+use std::time::Duration;
+
+use crate::common::checks::{attempts, executions, poll_until, written_with};
+use crate::containers::stack::Stack;
+
+#[tokio::test]
+async fn a_holder_cut_off_mid_date_cannot_commit_and_no_date_is_lost_or_settled_twice() {
+    let stack = Stack::start("partition", 64).await;
+    let (holder, cut_off) = stack.freeze_holder_mid_date().await;
+    let token = cut_off.fencing_token;
+    // Cut off while frozen, so that it is in the middle of its date, then let it run on: every
+    // statement it sends from now on goes nowhere.
+    stack.disconnect(holder);
+    holder.container.unpause().await.expect("docker unpause");
+
+    // The database ends the holder's idle transaction; its lease ends unrenewed; the others take
+    // over and settle every date, the cut-off one included.
+    stack.assert_caught_up().await;
+    let all = executions(&stack.pool).await;
+    let closed = all.iter().find(|e| e.id == cut_off.id).unwrap();
+    assert_eq!(closed.status, "FAILED", "{closed:?}");
+    let before_reconnecting = written_with(&stack.pool, token).await;
+
+    // Back on the network: its stale transaction cannot commit, and it writes nothing with its
+    // old token; it is an ordinary replica again and records its next fires.
+    let reconnected = finesettle::store::clock::now(&stack.pool).await.unwrap();
+    stack.connect(holder);
+    poll_until(
+        "the reconnected holder to record a fire",
+        Duration::from_secs(90),
+        async || {
+            attempts(&stack.pool)
+                .await
+                .iter()
+                .any(|a| a.instance_id == holder.id && a.fired_at > reconnected)
+                .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        written_with(&stack.pool, token).await,
+        before_reconnecting,
+        "the cut-off holder wrote with its old token\n{}",
+        stack.logs(holder).await
+    );
+    stack.assert_caught_up().await;
+    stack.stop_all().await;
+}

@@ -1,0 +1,546 @@
+//! The integrity rules of fines and the ledger, attacked with raw SQL the way an operator or a
+//! buggy release would: a fine or a ledger entry never names a missing loan, member or fine (on
+//! insert, on update, and when the parent is removed, also concurrently), a fine's status only
+//! moves PENDING -> SETTLED -> VOID or PENDING -> VOID and a settled amount never changes, one
+//! CHARGE per fine. (The fence is attacked in `fencing.rs`.)
+//!
+//! The rules were foreign keys and a row trigger; since `20261205000210` they are checked once
+//! per statement (docs/DESIGN.md, "What the schema costs a month-end date"). A violation still
+//! answers the same SQLSTATE and constraint name.
+
+use std::time::Duration;
+
+use sqlx::{Connection, PgConnection, PgPool};
+
+use crate::common::data::{insert_loans, random_loans, ymd};
+use crate::common::settlement::{fresh_db, walk};
+
+/// Asserts that `result` is the database refusing with `code`, naming `constraint`.
+fn refused<T: std::fmt::Debug>(result: Result<T, sqlx::Error>, code: &str, constraint: &str) {
+    let err = result.expect_err("the database should refuse this");
+    let db = err
+        .as_database_error()
+        .unwrap_or_else(|| panic!("not a database error: {err}"));
+    assert_eq!(db.code().as_deref(), Some(code), "{db}");
+    assert_eq!(db.constraint(), Some(constraint), "{db}");
+}
+
+/// Runs `sql` with `id` bound to `$1` and checks that a missing parent refuses it, naming `constraint`.
+async fn refused_with(pool: &PgPool, sql: &'static str, id: i64, constraint: &str) {
+    refused(sqlx::query(sql).bind(id).execute(pool).await, "23503", constraint);
+}
+
+/// Every fine and ledger entry names a loan, member and fine that exist.
+async fn assert_no_orphans(pool: &PgPool) {
+    let orphans: (i64, i64, i64, i64) = sqlx::query_as(
+        "select (select count(*) from fine_record f where not exists (select from loan l where l.id = f.loan_id)),
+                (select count(*) from fine_record f where not exists (select from member m where m.id = f.member_id)),
+                (select count(*) from ledger_entry e where not exists (select from member m where m.id = e.member_id)),
+                (select count(*) from ledger_entry e
+                 where e.fine_id is not null and not exists (select from fine_record f where f.id = e.fine_id))",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(orphans, (0, 0, 0, 0));
+}
+
+/// A database whose March was settled on March 31: SETTLED fines with their CHARGEs.
+async fn settled_march() -> crate::common::settlement::Db {
+    let db = fresh_db().await;
+    insert_loans(&db.pool, &random_loans(21, 60)).await;
+    crate::common::settlement::assert_all_succeeded(&walk(&db.pool, &[ymd(2026, 3, 31)]).await);
+    db
+}
+
+/// (fine id, loan id, member id) of a SETTLED fine with a CHARGE.
+async fn a_settled_fine(pool: &PgPool) -> (i64, i64, i64) {
+    sqlx::query_as(
+        "select f.id, f.loan_id, f.member_id from fine_record f
+         join ledger_entry e on e.fine_id = f.id and e.kind = 'CHARGE'
+         where f.status = 'SETTLED' order by f.id limit 1",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+/// A loan of its own (with a member and a book of its own) that nothing references yet: its
+/// queue row is taken off, as a run would.
+async fn a_bare_loan(pool: &PgPool) -> (i64, i64) {
+    let (loan, member): (i64, i64) = sqlx::query_as(
+        "with m as (insert into member (name, email) values ('bare', 'bare' || gen_random_uuid() || '@example.org') returning id),
+              b as (insert into book (title) values ('bare') returning id)
+         insert into loan (member_id, book_id, borrowed_on, due_on, daily_fine_cents)
+         select m.id, b.id, date '2026-05-01', date '2026-05-15', 50 from m, b
+         returning id, member_id",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    sqlx::query("delete from loan_change where loan_id = $1")
+        .bind(loan)
+        .execute(pool)
+        .await
+        .unwrap();
+    (loan, member)
+}
+
+/// Inserts a PENDING May fine for `loan`, charged to `member`.
+const INSERT_FINE: &str = "insert into fine_record
+     (loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through, fencing_token)
+     values ($1, $2, date '2026-05-01', 3, 150, date '2026-05-18', 0)";
+
+#[tokio::test]
+async fn a_fine_cannot_name_a_missing_loan_or_member() {
+    let db = settled_march().await;
+    let (fine, loan, member) = a_settled_fine(&db.pool).await;
+    let (bare, bare_member) = a_bare_loan(&db.pool).await;
+    let count = |pool: PgPool| async move {
+        sqlx::query_scalar::<_, i64>("select count(*) from fine_record")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let before = count(db.pool.clone()).await;
+
+    // One statement, one good row and one bad: the whole statement is refused.
+    refused(
+        sqlx::query(
+            "insert into fine_record
+                 (loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through, fencing_token)
+             values ($1, $2, date '2026-05-01', 3, 150, date '2026-05-18', 0),
+                    (-1, $2, date '2026-05-01', 3, 150, date '2026-05-18', 0)",
+        )
+        .bind(bare)
+        .bind(bare_member)
+        .execute(&db.pool)
+        .await,
+        "23503",
+        "fine_record_loan_id_fkey",
+    );
+    refused(
+        sqlx::query(INSERT_FINE).bind(bare).bind(-7_i64).execute(&db.pool).await,
+        "23503",
+        "fine_record_member_id_fkey",
+    );
+    // The accrual's own upsert, with a loan that does not exist.
+    refused(
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{INSERT_FINE} on conflict (loan_id, settle_month) do nothing"
+        )))
+        .bind(-1_i64)
+        .bind(member)
+        .execute(&db.pool)
+        .await,
+        "23503",
+        "fine_record_loan_id_fkey",
+    );
+    // Moving an existing fine onto a missing loan or member.
+    refused_with(
+        &db.pool,
+        "update fine_record set loan_id = -1 where id = $1",
+        fine,
+        "fine_record_loan_id_fkey",
+    )
+    .await;
+    refused_with(
+        &db.pool,
+        "update fine_record set member_id = -1 where id = $1",
+        fine,
+        "fine_record_member_id_fkey",
+    )
+    .await;
+    assert_eq!(count(db.pool.clone()).await, before);
+    // A fine of an existing loan and member is of course accepted.
+    sqlx::query(INSERT_FINE)
+        .bind(bare)
+        .bind(bare_member)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let _ = loan;
+    assert_no_orphans(&db.pool).await;
+}
+
+#[tokio::test]
+async fn a_ledger_entry_cannot_name_a_missing_member_or_fine() {
+    let db = settled_march().await;
+    let (fine, _, member) = a_settled_fine(&db.pool).await;
+    let (bare, bare_member) = a_bare_loan(&db.pool).await;
+    sqlx::query(INSERT_FINE)
+        .bind(bare)
+        .bind(bare_member)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    refused(
+        sqlx::query(
+            "insert into ledger_entry (member_id, fine_id, kind, amount_cents)
+             values ($1, null, 'PAYMENT', -100), ($1, -1, 'CHARGE', 100)",
+        )
+        .bind(member)
+        .execute(&db.pool)
+        .await,
+        "23503",
+        "ledger_entry_fine_id_fkey",
+    );
+    refused(
+        sqlx::query(
+            "insert into ledger_entry (member_id, fine_id, kind, amount_cents) values (-1, null, 'PAYMENT', -100)",
+        )
+        .execute(&db.pool)
+        .await,
+        "23503",
+        "ledger_entry_member_id_fkey",
+    );
+    let charge: i64 = sqlx::query_scalar("select id from ledger_entry where fine_id = $1 and kind = 'CHARGE'")
+        .bind(fine)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    refused_with(
+        &db.pool,
+        "update ledger_entry set fine_id = -1 where id = $1",
+        charge,
+        "ledger_entry_fine_id_fkey",
+    )
+    .await;
+    refused_with(
+        &db.pool,
+        "update ledger_entry set member_id = -1 where id = $1",
+        charge,
+        "ledger_entry_member_id_fkey",
+    )
+    .await;
+    assert_no_orphans(&db.pool).await;
+}
+
+#[tokio::test]
+async fn a_referenced_loan_member_or_fine_cannot_be_removed() {
+    let db = settled_march().await;
+    let (fine, loan, _) = a_settled_fine(&db.pool).await;
+    sqlx::query("delete from loan_change").execute(&db.pool).await.unwrap();
+
+    // The loan of a fine: deleted, given a new id, truncated.
+    refused_with(
+        &db.pool,
+        "delete from loan where id = $1",
+        loan,
+        "fine_record_loan_id_fkey",
+    )
+    .await;
+    refused_with(
+        &db.pool,
+        "update loan set id = default where id = $1",
+        loan,
+        "fine_record_loan_id_fkey",
+    )
+    .await;
+    assert!(
+        sqlx::raw_sql("truncate loan, loan_change, notification")
+            .execute(&db.pool)
+            .await
+            .is_err()
+    );
+
+    // A member named only by a fine (not by a loan, whose own key would refuse first), and one
+    // named only by a payment.
+    let (bare, _) = a_bare_loan(&db.pool).await;
+    let lone: i64 =
+        sqlx::query_scalar("insert into member (name, email) values ('lone', 'lone@example.org') returning id")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    sqlx::query(INSERT_FINE)
+        .bind(bare)
+        .bind(lone)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    refused_with(
+        &db.pool,
+        "delete from member where id = $1",
+        lone,
+        "fine_record_member_id_fkey",
+    )
+    .await;
+    refused_with(
+        &db.pool,
+        "update member set id = default where id = $1",
+        lone,
+        "fine_record_member_id_fkey",
+    )
+    .await;
+    let payer: i64 =
+        sqlx::query_scalar("insert into member (name, email) values ('payer', 'payer@example.org') returning id")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    sqlx::query("insert into ledger_entry (member_id, kind, amount_cents) values ($1, 'PAYMENT', -100)")
+        .bind(payer)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    refused_with(
+        &db.pool,
+        "delete from member where id = $1",
+        payer,
+        "ledger_entry_member_id_fkey",
+    )
+    .await;
+
+    // The fine of a CHARGE.
+    refused_with(
+        &db.pool,
+        "delete from fine_record where id = $1",
+        fine,
+        "ledger_entry_fine_id_fkey",
+    )
+    .await;
+    refused_with(
+        &db.pool,
+        "update fine_record set id = default where id = $1",
+        fine,
+        "ledger_entry_fine_id_fkey",
+    )
+    .await;
+    assert!(sqlx::raw_sql("truncate fine_record").execute(&db.pool).await.is_err());
+    assert_no_orphans(&db.pool).await;
+
+    // Parents nothing names go, and whole families go together.
+    let unnamed: i64 =
+        sqlx::query_scalar("insert into member (name, email) values ('unnamed', 'unnamed@example.org') returning id")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    sqlx::query("delete from member where id = $1")
+        .bind(unnamed)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    sqlx::raw_sql("delete from ledger_entry; delete from fine_record")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    sqlx::query("delete from loan where id = $1")
+        .bind(loan)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+}
+
+/// A fine inserted while its loan is deleted: whichever comes first, the other waits for it and
+/// is refused, so both never commit.
+#[tokio::test]
+async fn a_fine_and_the_removal_of_its_loan_cannot_both_commit() {
+    let db = fresh_db().await;
+    let url = db.url();
+    for fine_first in [true, false] {
+        let (loan, member) = a_bare_loan(&db.pool).await;
+        let mut first = PgConnection::connect(&url).await.unwrap();
+        let mut tx = first.begin().await.unwrap();
+        let (mut second, statement) = (PgConnection::connect(&url).await.unwrap(), {
+            if fine_first {
+                sqlx::query(INSERT_FINE)
+                    .bind(loan)
+                    .bind(member)
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                format!("delete from loan where id = {loan}")
+            } else {
+                sqlx::query("delete from loan where id = $1")
+                    .bind(loan)
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                format!(
+                    "insert into fine_record
+                     (loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through, fencing_token)
+                     values ({loan}, {member}, date '2026-05-01', 3, 150, date '2026-05-18', 0)"
+                )
+            }
+        });
+        let waiting = tokio::spawn(async move {
+            let result = sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+                .execute(&mut second)
+                .await
+                .map(|_| ());
+            (result, second)
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            !waiting.is_finished(),
+            "the second statement must wait for the first transaction"
+        );
+        tx.commit().await.unwrap();
+        let (result, _) = tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("the second statement ends once the first commits")
+            .unwrap();
+        refused(result, "23503", "fine_record_loan_id_fkey");
+        assert_no_orphans(&db.pool).await;
+    }
+}
+
+/// In REPEATABLE READ a transaction's snapshot is older than the rows it checks against. A fine
+/// for a loan deleted since the snapshot is refused; removing a parent needs READ COMMITTED
+/// (checked against a fresh snapshot after the lock), and is refused otherwise.
+#[tokio::test]
+async fn parents_are_removed_in_read_committed_and_children_checked_in_any_isolation() {
+    let db = fresh_db().await;
+    let (loan, member) = a_bare_loan(&db.pool).await;
+    let mut old = db.pool.begin().await.unwrap();
+    sqlx::raw_sql("set transaction isolation level repeatable read; select 1")
+        .execute(&mut *old)
+        .await
+        .unwrap();
+    sqlx::query("delete from loan where id = $1")
+        .bind(loan)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let err = sqlx::query(INSERT_FINE)
+        .bind(loan)
+        .bind(member)
+        .execute(&mut *old)
+        .await
+        .expect_err("a fine for a deleted loan");
+    let code = err
+        .as_database_error()
+        .and_then(|e| e.code())
+        .unwrap_or_default()
+        .into_owned();
+    assert!(code == "40001" || code == "23503", "{err}");
+    old.rollback().await.unwrap();
+
+    let (loan, _) = a_bare_loan(&db.pool).await;
+    let mut rr = db.pool.begin().await.unwrap();
+    sqlx::raw_sql("set transaction isolation level repeatable read")
+        .execute(&mut *rr)
+        .await
+        .unwrap();
+    let err = sqlx::query("delete from loan where id = $1")
+        .bind(loan)
+        .execute(&mut *rr)
+        .await
+        .expect_err("removing a loan in repeatable read");
+    assert_eq!(
+        err.as_database_error().and_then(|e| e.code()).as_deref(),
+        Some("0A000"),
+        "{err}"
+    );
+    rr.rollback().await.unwrap();
+    assert_no_orphans(&db.pool).await;
+}
+
+#[tokio::test]
+async fn a_fine_status_only_moves_forward_and_a_settled_amount_never_changes() {
+    let db = settled_march().await;
+    let (fine, _, _) = a_settled_fine(&db.pool).await;
+    let update = |sql: &'static str| {
+        let pool = db.pool.clone();
+        async move { sqlx::query(sql).bind(fine).execute(&pool).await }
+    };
+    const TRANSITION: &str = "fine_record_status_transition";
+    // Back to PENDING, whether or not the statement stamps updated_at itself (this release's
+    // statements do; the check must not depend on it).
+    refused(
+        update("update fine_record set status = 'PENDING' where id = $1").await,
+        "23514",
+        TRANSITION,
+    );
+    refused(
+        update("update fine_record set status = 'PENDING', updated_at = now() where id = $1").await,
+        "23514",
+        TRANSITION,
+    );
+    refused(
+        update("update fine_record set amount_cents = amount_cents + 1, updated_at = now() where id = $1").await,
+        "23514",
+        TRANSITION,
+    );
+    refused(
+        update("update fine_record set overdue_days = overdue_days - 1 where id = $1").await,
+        "23514",
+        TRANSITION,
+    );
+    // SETTLED -> VOID is allowed; nothing leaves VOID.
+    update("update fine_record set status = 'VOID', voided_at = now(), void_reason = 'test', updated_at = now() where id = $1")
+        .await
+        .unwrap();
+    refused(
+        update("update fine_record set status = 'SETTLED', updated_at = now() where id = $1").await,
+        "23514",
+        TRANSITION,
+    );
+    refused(
+        update("update fine_record set status = 'PENDING' where id = $1").await,
+        "23514",
+        TRANSITION,
+    );
+
+    // PENDING -> SETTLED and PENDING -> VOID are allowed.
+    let (bare, member) = a_bare_loan(&db.pool).await;
+    sqlx::query(INSERT_FINE)
+        .bind(bare)
+        .bind(member)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let pending: i64 = sqlx::query_scalar("select id from fine_record where loan_id = $1")
+        .bind(bare)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    sqlx::query("update fine_record set status = 'SETTLED', settled_at = now(), updated_at = now() where id = $1")
+        .bind(pending)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+    sqlx::query("update fine_record set status = 'VOID', voided_at = now(), void_reason = 'test' where id = $1")
+        .bind(pending)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+
+    // Whatever a statement writes into updated_at, the row says when it was last changed.
+    let mut tx = db.pool.begin().await.unwrap();
+    sqlx::query("update fine_record set updated_at = timestamptz '2000-01-01 00:00Z' where id = $1")
+        .bind(fine)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let stamped: bool = sqlx::query_scalar("select updated_at = now() from fine_record where id = $1")
+        .bind(fine)
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert!(stamped);
+}
+
+#[tokio::test]
+async fn a_fine_has_one_charge() {
+    let db = settled_march().await;
+    let (fine, _, member) = a_settled_fine(&db.pool).await;
+    refused(
+        sqlx::query("insert into ledger_entry (member_id, fine_id, kind, amount_cents) values ($1, $2, 'CHARGE', 100)")
+            .bind(member)
+            .bind(fine)
+            .execute(&db.pool)
+            .await,
+        "23505",
+        "ledger_entry_fine_kind_key",
+    );
+    let charges: i64 = sqlx::query_scalar(
+        "select count(*) from ledger_entry where kind = 'CHARGE' group by fine_id order by 1 desc limit 1",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(charges, 1);
+}
