@@ -158,7 +158,7 @@ async fn settle(pool: &PgPool, date: NaiveDate, batch_size: i64) -> anyhow::Resu
         batch_size,
     };
     let never = CancellationToken::new();
-    let report = settlement::settle_dates(pool, &ctx, &[date], &never, &never).await;
+    let report = settlement::settle_dates(pool, &ctx, &[date], &never, &never, ()).await;
     let outcome = report.outcomes.first().ok_or_else(|| anyhow::anyhow!("the date ran"))?;
     ensure!(
         outcome.status == DateStatus::Success,

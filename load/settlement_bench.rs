@@ -220,7 +220,7 @@ async fn main() -> anyhow::Result<()> {
     let rerun_time = rerun_started.elapsed();
     let after = row_versions(&pool_a).await?;
     // Through the walk the date is not even run again: it already has its SUCCESS.
-    let walk_rerun = settlement::settle_dates(&pool_a, &rerun_ctx, &[date], &never, &never).await;
+    let walk_rerun = settlement::settle_dates(&pool_a, &rerun_ctx, &[date], &never, &never, ()).await;
 
     println!();
     println!(
@@ -289,7 +289,7 @@ async fn main() -> anyhow::Result<()> {
 
 /// (a) finesettle: the walk over the one date, with its records, fence and batches.
 async fn ours(pool: &PgPool, ctx: &RunContext, date: NaiveDate, never: &CancellationToken) -> anyhow::Result<Timings> {
-    let report = settlement::settle_dates(pool, ctx, &[date], never, never).await;
+    let report = settlement::settle_dates(pool, ctx, &[date], never, never, ()).await;
     let outcome = report.outcomes.first().context("the walk ran the date")?;
     ensure!(
         outcome.status == DateStatus::Success,

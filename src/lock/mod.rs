@@ -145,13 +145,8 @@ impl JobLock {
     }
 
     /// Pushes `locked_until` to the lock store's now() + `at_most_for`, only while `lease` is still
-    /// the holder (owner and fencing token match and `locked_until > now()`). `Ok(false)`: lost.
-    pub async fn extend(&self, lease: &Lease, at_most_for: Duration) -> Result<bool, LockError> {
-        Ok(self.renew(lease, at_most_for).await?.is_some())
-    }
-
-    /// [`JobLock::extend`], answering the renewed lease (its new `locked_until`), or `None` when
-    /// the lease was lost.
+    /// the holder (owner and fencing token match and `locked_until > now()`), answering the
+    /// renewed lease (its new `locked_until`), or `None` when the lease was lost.
     pub async fn renew(&self, lease: &Lease, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
         match self {
             JobLock::Postgres(lock) => lock.renew(lease, at_most_for).await,

@@ -109,6 +109,13 @@ pub trait WalkObserver: Send {
 
 impl WalkObserver for () {}
 
+/// A closure observes the dates as they finish.
+impl<F: FnMut(&DateOutcome) + Send> WalkObserver for F {
+    fn finished(&mut self, outcome: &DateOutcome) {
+        self(outcome)
+    }
+}
+
 /// Settles `dates` oldest first, each in its own transaction with its own execution record,
 /// telling `observer` as it goes.
 ///

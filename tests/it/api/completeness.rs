@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::{Days, NaiveDate};
 use finesettle::domain::{LoanTerms, fine_for_month, is_final, month_end, month_start};
-use finesettle::jobs::{Plan, Refused, RunReport};
+use finesettle::jobs::{Request, Refused, RunReport};
 use finesettle::settlement::Trigger;
 use serde_json::json;
 
@@ -35,7 +35,7 @@ async fn cron_fire(app: &TestApp) -> Result<RunReport, Refused> {
     app.job.idle().await;
     let now = finesettle::store::clock::now(&app.pool).await.unwrap();
     let target = app.today().await - Days::new(1);
-    app.job.fire(Trigger::Cron, now, Plan::CatchUp { target }).await
+    app.job.fire(Trigger::Cron, now, Request::CatchUp { target }).await
 }
 
 /// The dates from `from` through `to` without a SUCCESS.

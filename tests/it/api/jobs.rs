@@ -261,7 +261,7 @@ async fn a_run_meeting_this_replicas_fire_is_told_what_the_fire_is_doing() {
         job.fire(
             finesettle::settlement::Trigger::Cron,
             now,
-            finesettle::jobs::Plan::Dates(vec![earlier]),
+            finesettle::jobs::Request::date(earlier),
         )
         .await
     });
@@ -315,10 +315,10 @@ async fn a_fire_for_a_date_that_has_not_ended_settles_only_ended_dates_and_says_
     let today = app.today().await;
     let yesterday = today.pred_opt().unwrap();
     let now = finesettle::store::clock::now(&app.pool).await.unwrap();
-    let plan = finesettle::jobs::Plan::CatchUp { target: today };
+    let request = finesettle::jobs::Request::CatchUp { target: today };
     let report = app
         .job
-        .fire(finesettle::settlement::Trigger::Cron, now, plan)
+        .fire(finesettle::settlement::Trigger::Cron, now, request)
         .await
         .expect("the fire runs the ended dates");
     let settled: Vec<NaiveDate> = report.walk.outcomes.iter().map(|o| o.date).collect();
@@ -342,10 +342,10 @@ async fn a_fire_for_a_date_that_has_not_ended_settles_only_ended_dates_and_says_
     );
 
     // With yesterday settled, the same fire again has nothing it may run, and says why.
-    let plan = finesettle::jobs::Plan::CatchUp { target: today };
+    let request = finesettle::jobs::Request::CatchUp { target: today };
     let refused = app
         .job
-        .fire(finesettle::settlement::Trigger::Cron, now, plan)
+        .fire(finesettle::settlement::Trigger::Cron, now, request)
         .await
         .unwrap_err();
     assert!(matches!(refused, finesettle::jobs::Refused::NothingToDo), "{refused:?}");

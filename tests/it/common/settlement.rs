@@ -1,6 +1,7 @@
 //! A fresh database per test, the run context, runners, and what the database holds.
 
 use chrono::NaiveDate;
+use finesettle::jobs::{PlanError, Planner, Request};
 use finesettle::settlement::{self, DateStatus, RunContext, Trigger, WalkReport};
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
@@ -65,10 +66,46 @@ pub fn ctx(token: i64) -> RunContext {
     }
 }
 
+/// The job's planner for [`TASK`], started on `configured_start` (unset: the recorded start
+/// date), settling at most `max_days` dates a fire.
+pub fn planner(pool: &PgPool, configured_start: Option<NaiveDate>, max_days: u32) -> Planner {
+    Planner {
+        pool: pool.clone(),
+        task_name: TASK.to_owned(),
+        business_tz: chrono_tz::Asia::Shanghai,
+        configured_start,
+        max_days,
+    }
+}
+
+/// The dates a scheduled fire through `target` settles.
+pub async fn dates_for_run(
+    pool: &PgPool,
+    configured_start: Option<NaiveDate>,
+    target: NaiveDate,
+    max_days: u32,
+) -> Result<Vec<NaiveDate>, PlanError> {
+    let plan = planner(pool, configured_start, max_days).plan(&Request::CatchUp { target }).await?;
+    Ok(plan.dates)
+}
+
+/// The dates an operator's run of `requested` (one date, or a range in order) settles.
+pub async fn dates_for_manual_run(
+    pool: &PgPool,
+    configured_start: Option<NaiveDate>,
+    requested: &[NaiveDate],
+) -> Result<Vec<NaiveDate>, PlanError> {
+    let (Some(&from), Some(&to)) = (requested.first(), requested.last()) else {
+        return Ok(Vec::new());
+    };
+    let plan = planner(pool, configured_start, 3660).plan(&Request::Range { from, to }).await?;
+    Ok(plan.dates)
+}
+
 /// The walk over `dates` with [`TOKEN`], never stopped.
 pub async fn walk(pool: &PgPool, dates: &[NaiveDate]) -> WalkReport {
     let never = CancellationToken::new();
-    settlement::settle_dates(pool, &ctx(TOKEN), dates, &never, &never).await
+    settlement::settle_dates(pool, &ctx(TOKEN), dates, &never, &never, ()).await
 }
 
 /// The walk over `dates`, asserting every date succeeded.

@@ -98,7 +98,7 @@ async fn extend_works_only_while_held(backend: Backend) {
     short.at_most_for = MINUTE;
     let lease = acquire(lock, &short).await;
 
-    assert!(lock.extend(&lease, 10 * MINUTE).await.unwrap());
+    assert!(lock.renew(&lease, 10 * MINUTE).await.unwrap().is_some());
     let (.., locked_until) = fx.stored(TASK).await;
     assert!(locked_until >= lease.locked_at + chrono::Duration::minutes(10));
     let renewed = lock.renew(&lease, 10 * MINUTE).await.unwrap().expect("still held");
@@ -111,15 +111,15 @@ async fn extend_works_only_while_held(backend: Backend) {
     // expired, not yet taken over: lost all the same, and the lock stays expired
     fx.expire(TASK).await;
     let expired = fx.try_stored(TASK).await;
-    assert!(!lock.extend(&lease, 10 * MINUTE).await.unwrap());
+    assert!(!lock.renew(&lease, 10 * MINUTE).await.unwrap().is_some());
     assert_eq!(fx.try_stored(TASK).await, expired);
 
     // taken over: the old lease cannot extend, the new one can
     let successor = acquire(lock, &spec(TASK, "replica-b")).await;
     let row = fx.stored(TASK).await;
-    assert!(!lock.extend(&lease, 10 * MINUTE).await.unwrap());
+    assert!(!lock.renew(&lease, 10 * MINUTE).await.unwrap().is_some());
     assert_eq!(fx.stored(TASK).await, row);
-    assert!(lock.extend(&successor, 10 * MINUTE).await.unwrap());
+    assert!(lock.renew(&successor, 10 * MINUTE).await.unwrap().is_some());
 }
 
 async fn release_by_a_non_owner_changes_nothing(backend: Backend) {
@@ -134,7 +134,7 @@ async fn release_by_a_non_owner_changes_nothing(backend: Backend) {
         ..lease.clone()
     };
     assert!(!lock.release(&impostor, Duration::ZERO).await.unwrap());
-    assert!(!lock.extend(&impostor, 10 * MINUTE).await.unwrap());
+    assert!(!lock.renew(&impostor, 10 * MINUTE).await.unwrap().is_some());
     assert_eq!(fx.stored(TASK).await, row);
 
     // a holder whose lease was taken over cannot release its successor's lock
@@ -217,7 +217,7 @@ async fn an_unreachable_store_is_reported_as_unavailable_not_a_panic(backend: Ba
     assert!(unavailable(
         lock.try_acquire(&spec(TASK, "replica-a")).await.map(|_| ())
     ));
-    assert!(unavailable(lock.extend(&lease, MINUTE).await.map(|_| ())));
+    assert!(unavailable(lock.renew(&lease, MINUTE).await.map(|_| ())));
     assert!(unavailable(lock.release(&lease, MINUTE).await.map(|_| ())));
     assert!(unavailable(lock.list().await.map(|_| ())));
 }

@@ -115,7 +115,7 @@ async fn redis_unreachable_is_unavailable_without_a_panic_or_a_hang_and_changes_
     };
     let acquired = tokio::time::timeout(bounded, lock.try_acquire(&spec(TASK, "replica-b"))).await;
     assert!(unavailable(acquired.map(|r| r.map(|_| ()))));
-    let extended = tokio::time::timeout(bounded, lock.extend(&lease, MINUTE)).await;
+    let extended = tokio::time::timeout(bounded, lock.renew(&lease, MINUTE)).await;
     assert!(unavailable(extended.map(|r| r.map(|_| ()))));
     let released = tokio::time::timeout(bounded, lock.release(&lease, MINUTE)).await;
     assert!(unavailable(released.map(|r| r.map(|_| ()))));
@@ -167,7 +167,7 @@ async fn a_winner_publishing_late_changes_nothing_and_stays_fenced() {
     assert!(!passes_the_fence(fx.pool(), paused.fencing_token).await);
     assert!(passes_the_fence(fx.pool(), successor.fencing_token).await);
     // nor can it touch the successor's key
-    assert!(!fx.lock.extend(&paused, MINUTE).await.unwrap());
+    assert!(!fx.lock.renew(&paused, MINUTE).await.unwrap().is_some());
     assert!(!fx.lock.release(&paused, Duration::ZERO).await.unwrap());
     assert_eq!(fx.stored(TASK).await.2, successor.fencing_token);
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use finesettle::jobs::Plan;
+use finesettle::jobs::Request;
 use finesettle::settlement::{DateStatus, Trigger};
 
 use crate::common::checks::{attempts, executions, lock_row, poll_until};
@@ -42,7 +42,7 @@ async fn a_record_left_running_by_a_database_blip_is_closed_when_the_database_an
     let fire = tokio::spawn({
         let job = app.job.clone();
         async move {
-            job.fire(Trigger::Cron, slot_for(target), Plan::CatchUp { target })
+            job.fire(Trigger::Cron, slot_for(target), Request::CatchUp { target })
                 .await
         }
     });

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Days, NaiveDate, Utc};
 use chrono_tz::Asia::Shanghai;
 use finesettle::jobs::scheduler::fire_until_run;
-use finesettle::jobs::{Plan, Refused};
+use finesettle::jobs::{Request, Refused};
 use finesettle::lock::{Acquired, JobLock, Lease, LockSpec};
 use finesettle::schedule::settle_target;
 use finesettle::settlement::Trigger;
@@ -108,10 +108,10 @@ async fn cron_fire_within(
     next_slot: DateTime<Utc>,
     within: Duration,
 ) -> Result<Result<finesettle::jobs::RunReport, Refused>, tokio::time::error::Elapsed> {
-    let plan = Plan::CatchUp { target: to };
+    let request = Request::CatchUp { target: to };
     tokio::time::timeout(
         within,
-        fire_until_run(&app.job, Trigger::Cron, slot, plan, Some(next_slot)),
+        fire_until_run(&app.job, Trigger::Cron, slot, request, Some(next_slot)),
     )
     .await
 }
@@ -129,7 +129,7 @@ async fn a_held_fire_tries_again_when_the_lease_it_met_ends() {
         &app.job,
         Trigger::Cron,
         slot,
-        Plan::CatchUp { target: to },
+        Request::CatchUp { target: to },
         Some(next_slot),
     )
     .await
@@ -179,7 +179,7 @@ async fn a_fire_that_finds_this_process_busy_is_recorded_busy_and_dropped() {
     let now = finesettle::store::clock::now(&app.pool).await.unwrap();
     let running = app
         .job
-        .start(Trigger::Manual, now, Plan::Dates(vec![from]))
+        .start(Trigger::Manual, now, Request::date(from))
         .await
         .expect("the operator's run starts");
 
@@ -212,7 +212,7 @@ async fn a_held_fire_stops_waiting_at_shutdown() {
     let slot = slot_for(to);
     let waiting = tokio::spawn({
         let job = app.job.clone();
-        async move { fire_until_run(&job, Trigger::Cron, slot, Plan::CatchUp { target: to }, None).await }
+        async move { fire_until_run(&job, Trigger::Cron, slot, Request::CatchUp { target: to }, None).await }
     });
     poll_until("the first try to be held", Duration::from_secs(30), async || {
         (!attempts(&app.pool).await.is_empty()).then_some(())

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use finesettle::config::Settings;
-use finesettle::jobs::{Plan, Refused, RunReport, SettleJob};
+use finesettle::jobs::{Request, Refused, RunReport, SettleJob};
 use finesettle::settlement::Trigger;
 use tokio::sync::Barrier;
 
@@ -49,18 +49,18 @@ enum Fired {
     NothingToDo,
 }
 
-/// Every job fires `plan` for `slot` at the same instant, each on its own task; answers in the
+/// Every job fires `request` for `slot` at the same instant, each on its own task; answers in the
 /// order of `jobs`.
-async fn fire_together(jobs: &[SettleJob], slot: DateTime<Utc>, plan: Plan) -> Vec<Fired> {
+async fn fire_together(jobs: &[SettleJob], slot: DateTime<Utc>, request: Request) -> Vec<Fired> {
     let barrier = Arc::new(Barrier::new(jobs.len()));
     let fires: Vec<_> = jobs
         .iter()
         .enumerate()
         .map(|(i, job)| {
-            let (job, barrier, plan) = (job.clone(), Arc::clone(&barrier), plan.clone());
+            let (job, barrier, request) = (job.clone(), Arc::clone(&barrier), request.clone());
             tokio::spawn(async move {
                 barrier.wait().await;
-                match job.fire(Trigger::Cron, slot, plan).await {
+                match job.fire(Trigger::Cron, slot, request).await {
                     Ok(report) => Fired::Won(report),
                     Err(Refused::Held { holder, .. }) => Fired::Held { holder },
                     Err(Refused::NothingToDo) => Fired::NothingToDo,
@@ -101,7 +101,7 @@ async fn three_replicas_firing_together_settle_each_date_once() {
     let mut last_token = 0;
     for target in targets {
         let slot = slot_for(target);
-        let outcomes = fire_together(&jobs, slot, Plan::CatchUp { target }).await;
+        let outcomes = fire_together(&jobs, slot, Request::CatchUp { target }).await;
         let round_dates = days(settled_through.map_or(start, |d| d.succ_opt().unwrap()), target);
 
         let winners: Vec<(usize, &RunReport)> = outcomes
@@ -203,7 +203,7 @@ async fn a_quick_run_is_not_repeated_by_a_replica_firing_a_moment_later() {
     // Replica a fires on time: one date, a few hundred loans, done at once.
     let report = a
         .job
-        .fire(Trigger::Cron, slot, Plan::CatchUp { target })
+        .fire(Trigger::Cron, slot, Request::CatchUp { target })
         .await
         .expect("the first replica runs");
     assert!(report.walk.completed() && report.walk.succeeded() == 1, "{report:?}");
@@ -220,7 +220,7 @@ async fn a_quick_run_is_not_repeated_by_a_replica_firing_a_moment_later() {
     );
 
     // Replica b's trigger for the same slot comes a moment later: the lock is still held by a.
-    match b.job.fire(Trigger::Cron, slot, Plan::CatchUp { target }).await {
+    match b.job.fire(Trigger::Cron, slot, Request::CatchUp { target }).await {
         Err(Refused::Held {
             holder,
             locked_until: until,
@@ -230,7 +230,7 @@ async fn a_quick_run_is_not_repeated_by_a_replica_firing_a_moment_later() {
         other => panic!("expected the lock to be held by replica-a, got {other:?}"),
     }
     // A manual run of the same date by b is told the date is settled, without touching the lock.
-    match b.job.fire(Trigger::Manual, slot, Plan::Dates(vec![target])).await {
+    match b.job.fire(Trigger::Manual, slot, Request::date(target)).await {
         Err(Refused::NothingToDo) => {}
         other => panic!("expected the date to be already settled, got {other:?}"),
     }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use chrono::NaiveDate;
-use finesettle::jobs::{Plan, Refused};
+use finesettle::jobs::{Request, Refused};
 use finesettle::lock::{Acquired, JobLock, LockSpec, PgLock};
 use finesettle::settlement::{self, DateStatus, RunContext, Trigger};
 use tokio_util::sync::CancellationToken;
@@ -43,7 +43,7 @@ async fn a_date_three_leases_long_settles_while_the_lease_is_renewed_and_other_r
     // Replica a fires through the real job runner: lock, lease keeper, walk, release.
     let run = tokio::spawn({
         let job = a.job.clone();
-        async move { job.fire(Trigger::Cron, slot, Plan::CatchUp { target }).await }
+        async move { job.fire(Trigger::Cron, slot, Request::CatchUp { target }).await }
     });
     poll_until(
         "the date to be inside its transaction",
@@ -56,7 +56,7 @@ async fn a_date_three_leases_long_settles_while_the_lease_is_renewed_and_other_r
     // the date's transaction at most its row wait, then reports the lock held).
     let mut held = 0;
     while held < 3 && sleeping_dates(&a.pool).await > 0 {
-        match b.job.fire(Trigger::Cron, slot, Plan::CatchUp { target }).await {
+        match b.job.fire(Trigger::Cron, slot, Request::CatchUp { target }).await {
             Err(Refused::Held { holder, .. }) => assert_eq!(holder, "replica-a"),
             other => panic!("expected the lock to be held by replica-a, got {other:?}"),
         }
@@ -129,7 +129,7 @@ async fn a_takeover_during_a_long_date_waits_for_it_and_then_fences_the_old_hold
         let dates = dates.clone();
         async move {
             let never = CancellationToken::new();
-            settlement::settle_dates(&pool, &ctx, &dates, &never, &never).await
+            settlement::settle_dates(&pool, &ctx, &dates, &never, &never, ()).await
         }
     });
     poll_until(
@@ -204,7 +204,7 @@ async fn a_takeover_during_a_long_date_waits_for_it_and_then_fences_the_old_hold
     fast_dates(&pool).await;
     let ctx_b = context("replica-b", lease_b.fencing_token);
     let never = CancellationToken::new();
-    let report_b = settlement::settle_dates(&pool, &ctx_b, &dates, &never, &never).await;
+    let report_b = settlement::settle_dates(&pool, &ctx_b, &dates, &never, &never, ()).await;
     assert!(report_b.completed(), "{report_b:?}");
     assert_eq!(report_b.succeeded(), dates.len() - 1, "{report_b:?}");
 

@@ -1,7 +1,7 @@
 //! The seed as a library call, checked row by row against what was asked for.
 
 use chrono::{Days, NaiveDate};
-use finesettle::jobs::Plan;
+use finesettle::jobs::Request;
 use finesettle::seed::plan::ShapeError;
 use finesettle::seed::{Policy, SeedError, SeedOptions, SeedReport, seed};
 use finesettle::settlement::Trigger;
@@ -149,7 +149,7 @@ async fn settle_yesterday(app: &TestApp) -> NaiveDate {
     let yesterday = app.today().await.pred_opt().unwrap();
     let now = finesettle::store::clock::now(&app.pool).await.unwrap();
     app.job
-        .fire(Trigger::Manual, now, Plan::Dates(vec![yesterday]))
+        .fire(Trigger::Manual, now, Request::date(yesterday))
         .await
         .expect("the run starts");
     yesterday

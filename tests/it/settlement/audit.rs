@@ -6,7 +6,7 @@ use chrono::{Days, NaiveDate};
 use finesettle::alerts::{AlertKind, AlertState, Publisher};
 use finesettle::audit::{AuditConfig, AuditError, AuditFinding, AuditReport, audit_month};
 use finesettle::domain::audit::{NotFinal, Reason};
-use finesettle::jobs::Plan;
+use finesettle::jobs::Request;
 use finesettle::settlement::Trigger;
 use sqlx::PgPool;
 
@@ -348,13 +348,13 @@ async fn a_fire_that_makes_a_month_final_audits_it() {
     let loan_id = insert_loan(&app.pool, member, book, ymd(2026, 2, 1), ymd(2026, 4, 30)).await;
     insert_fine(&app.pool, loan_id, march(), 3, 150, "SETTLED").await;
 
-    let fire = |dates: Vec<NaiveDate>| {
+    let fire = |from: NaiveDate, to: NaiveDate| {
         let job = app.job.clone();
         let pool = app.pool.clone();
         async move {
             let now = finesettle::store::clock::now(&pool).await.unwrap();
             let started = job
-                .start(Trigger::Manual, now, Plan::Dates(dates))
+                .start(Trigger::Manual, now, Request::Range { from, to })
                 .await
                 .expect("the fire starts");
             let report = started.wait().await;
@@ -362,10 +362,10 @@ async fn a_fire_that_makes_a_month_final_audits_it() {
         }
     };
     // Up to March 30 the month is not final: no audit, no alert.
-    fire(days(march(), ymd(2026, 3, 30))).await;
+    fire(march(), ymd(2026, 3, 30)).await;
     assert_eq!(alert_count(&app.pool).await, 0);
     // The fire that settles March 31 audits March.
-    fire(vec![ymd(2026, 3, 31)]).await;
+    fire(ymd(2026, 3, 31), ymd(2026, 3, 31)).await;
     let alerts = app.get("/api/v1/alerts").await;
     let items = alerts.ok(200)["items"].as_array().unwrap().clone();
     assert_eq!(items.len(), 1, "{items:?}");

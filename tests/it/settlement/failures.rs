@@ -9,7 +9,8 @@ use tokio_util::sync::CancellationToken;
 use crate::common::data::{days, insert_loans, load_loans, random_loans, ymd};
 use crate::common::oracle::Model;
 use crate::common::settlement::{
-    TASK, TOKEN, assert_all_succeeded, assert_matches, ctx, executions_of, fines, fresh_db, ledger, row_versions, walk,
+    TOKEN, assert_all_succeeded, assert_matches, ctx, dates_for_run, executions_of, fines, fresh_db, ledger,
+    row_versions, walk,
 };
 use crate::common::triggers::create_trigger;
 
@@ -64,7 +65,7 @@ async fn a_date_refused_midway_leaves_nothing_and_is_redone_by_the_next_run() {
         .execute(&db.pool)
         .await
         .unwrap();
-    let next = settlement::dates_for_run(&db.pool, TASK, Some(start), target, 62)
+    let next = dates_for_run(&db.pool, Some(start), target, 62)
         .await
         .unwrap();
     assert_eq!(next, days(ymd(2026, 3, 31), target));
@@ -117,7 +118,7 @@ async fn a_date_stopped_between_batches_is_rolled_back_and_recorded_abandoned() 
     let mut one_row_batches = ctx(TOKEN);
     one_row_batches.batch_size = 1;
     let dates = [ymd(2026, 3, 10), ymd(2026, 3, 11)];
-    let report = settlement::settle_dates(&db.pool, &one_row_batches, &dates, &CancellationToken::new(), &abort).await;
+    let report = settlement::settle_dates(&db.pool, &one_row_batches, &dates, &CancellationToken::new(), &abort, ()).await;
     watcher.await.unwrap();
 
     let stopped = report.stopped_at().expect("the date was stopped");

@@ -19,7 +19,7 @@ async fn a_stale_token_writes_nothing() {
 
     // Through the walk: refused at the first record, nothing recorded, the walk stops.
     let dates = days(ymd(2026, 3, 11), ymd(2026, 3, 13));
-    let report = settlement::settle_dates(&db.pool, &stale, &dates, &never, &never).await;
+    let report = settlement::settle_dates(&db.pool, &stale, &dates, &never, &never, ()).await;
     assert_eq!(report.outcomes.len(), 1);
     let o = &report.outcomes[0];
     assert_eq!((o.status, o.execution_id), (DateStatus::Fenced, None));

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::data::{days, insert_loans, load_loans, set_return};
 use crate::common::oracle::Model;
 use crate::common::settlement::{
-    TASK, TOKEN, assert_all_succeeded, assert_matches, ctx, fines, fresh_db, ledger, start,
+    TOKEN, assert_all_succeeded, assert_matches, ctx, dates_for_run, fines, fresh_db, ledger, start,
 };
 
 /// Nights run by each case: January 1 through mid-March, across two month ends.
@@ -144,11 +144,11 @@ async fn run_scenario(seed: u64, events: &[Event]) {
 
 /// The night's fire: every date without SUCCESS through `today`, as the scheduler plans it.
 async fn nightly(pool: &PgPool, today: NaiveDate) {
-    let dates = settlement::dates_for_run(pool, TASK, Some(start()), today, 62)
+    let dates = dates_for_run(pool, Some(start()), today, 62)
         .await
         .unwrap();
     let never = CancellationToken::new();
-    let report = settlement::settle_dates(pool, &ctx(TOKEN), &dates, &never, &never).await;
+    let report = settlement::settle_dates(pool, &ctx(TOKEN), &dates, &never, &never, ()).await;
     assert_all_succeeded(&report);
     // What a fire does after its dates: accrue what was recorded while they ran.
     settlement::settle_changes(pool, &ctx(TOKEN), &never).await.unwrap();

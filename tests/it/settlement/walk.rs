@@ -7,19 +7,21 @@ use finesettle::store::PageRequest;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::data::{days, insert_loans, random_loans, set_return, ymd};
-use crate::common::settlement::{TASK, TOKEN, assert_all_succeeded, ctx, fresh_db, walk};
+use crate::common::settlement::{
+    TASK, TOKEN, assert_all_succeeded, ctx, dates_for_manual_run, dates_for_run, fresh_db, walk,
+};
 
 #[tokio::test]
 async fn a_run_takes_every_date_without_success_from_the_start_oldest_first_capped() {
     let db = fresh_db().await;
     let target = ymd(2026, 3, 31);
     // From the configured start date.
-    let first = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 3, 1)), target, 62)
+    let first = dates_for_run(&db.pool, Some(ymd(2026, 3, 1)), target, 62)
         .await
         .unwrap();
     assert_eq!(first, days(ymd(2026, 3, 1), target));
     // Capped: the rest waits for the next run.
-    let capped = settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 3, 1)), target, 10)
+    let capped = dates_for_run(&db.pool, Some(ymd(2026, 3, 1)), target, 10)
         .await
         .unwrap();
     assert_eq!(capped, days(ymd(2026, 3, 1), ymd(2026, 3, 10)));
@@ -39,7 +41,7 @@ async fn a_run_takes_every_date_without_success_from_the_start_oldest_first_capp
     let mut next = days(ymd(2026, 2, 20), ymd(2026, 2, 28));
     next.extend(days(ymd(2026, 3, 11), target));
     assert_eq!(
-        settlement::dates_for_run(&db.pool, TASK, Some(ymd(2026, 2, 20)), target, 62)
+        dates_for_run(&db.pool, Some(ymd(2026, 2, 20)), target, 62)
             .await
             .unwrap(),
         next
@@ -55,7 +57,7 @@ async fn without_a_configured_start_the_first_planned_date_is_recorded_and_kept(
     let db = fresh_db().await;
     // The first plan ever records its target as the start date ...
     assert_eq!(
-        settlement::dates_for_run(&db.pool, TASK, None, ymd(2026, 3, 5), 62)
+        dates_for_run(&db.pool, None, ymd(2026, 3, 5), 62)
             .await
             .unwrap(),
         [ymd(2026, 3, 5)]
@@ -66,15 +68,15 @@ async fn without_a_configured_start_the_first_planned_date_is_recorded_and_kept(
     );
     // ... and later plans start there, whatever their target: no date is lost to a later fire.
     assert_eq!(
-        settlement::dates_for_run(&db.pool, TASK, None, ymd(2026, 3, 8), 62)
+        dates_for_run(&db.pool, None, ymd(2026, 3, 8), 62)
             .await
             .unwrap(),
         days(ymd(2026, 3, 5), ymd(2026, 3, 8))
     );
     // An operator's first date before it is refused, not silently accrued before the start.
-    let refused = settlement::dates_for_manual_run(&db.pool, TASK, None, &[ymd(2026, 3, 1)]).await;
+    let refused = dates_for_manual_run(&db.pool, None, &[ymd(2026, 3, 1)]).await;
     assert!(
-        matches!(refused, Err(settlement::PlanError::BeforeStart(b)) if b.start == ymd(2026, 3, 5)),
+        matches!(refused, Err(finesettle::jobs::PlanError::BeforeStart(b)) if b.start == ymd(2026, 3, 5)),
         "{refused:?}"
     );
 }
@@ -91,7 +93,7 @@ async fn a_gap_behind_later_successes_is_planned_first() {
     let mut expected = days(ymd(2026, 3, 6), ymd(2026, 3, 11));
     expected.extend(days(ymd(2026, 3, 13), ymd(2026, 3, 14)));
     assert_eq!(
-        settlement::dates_for_run(&db.pool, TASK, start, ymd(2026, 3, 14), 62)
+        dates_for_run(&db.pool, start, ymd(2026, 3, 14), 62)
             .await
             .unwrap(),
         expected
@@ -99,7 +101,7 @@ async fn a_gap_behind_later_successes_is_planned_first() {
     // An operator's run of 03-14 settles every earlier date without SUCCESS first; one of 03-12
     // has nothing to do.
     assert_eq!(
-        settlement::dates_for_manual_run(&db.pool, TASK, start, &[ymd(2026, 3, 14)])
+        dates_for_manual_run(&db.pool, start, &[ymd(2026, 3, 14)])
             .await
             .unwrap(),
         [
@@ -109,7 +111,7 @@ async fn a_gap_behind_later_successes_is_planned_first() {
         .concat()
     );
     assert!(
-        settlement::dates_for_manual_run(&db.pool, TASK, start, &[ymd(2026, 3, 12)])
+        dates_for_manual_run(&db.pool, start, &[ymd(2026, 3, 12)])
             .await
             .unwrap()
             .is_empty()
@@ -123,13 +125,13 @@ async fn a_stop_request_lets_the_current_date_finish_and_leaves_the_rest() {
     let dates = days(ymd(2026, 3, 1), ymd(2026, 3, 5));
     let stop = CancellationToken::new();
     let mut seen = Vec::new();
-    let report = settlement::settle_dates_observed(
+    let report = settlement::settle_dates(
         &db.pool,
         &ctx(TOKEN),
         &dates,
         &stop,
         &CancellationToken::new(),
-        |outcome| {
+        |outcome: &settlement::DateOutcome| {
             seen.push(outcome.date);
             // A shutdown arrives while the second date runs.
             if seen.len() == 2 {
