@@ -31,7 +31,9 @@
 //!    schema, against (m) what the schema's rules cost.
 //! 5. Per round, the temporary bytes finesettle's database wrote (`pg_stat_database.temp_bytes`)
 //!    and, at the end, this process's peak resident memory (`VmHWM`): it ran finesettle's side as
-//!    a replica would.
+//!    a replica would. In the default (sequential) mode, each side's WAL records, full-page
+//!    images, bytes and flushes, the checkpoints, the buffers its backend wrote out and the blocks
+//!    it read (`Io`): where the schema's cost goes as the data grows.
 //! 6. (c) the rerun of the settled date on the last round's A, under a newer fencing token: its time, and a
 //!    checksum of every fine and ledger row, including each row version's `xmin`, before and
 //!    after: equal means the rerun rewrote no row, not even with the same values.
