@@ -31,7 +31,9 @@
 //!    schema, against (m) what the schema's rules cost.
 //! 5. Per round, the temporary bytes finesettle's database wrote (`pg_stat_database.temp_bytes`)
 //!    and, at the end, this process's peak resident memory (`VmHWM`): it ran finesettle's side as
-//!    a replica would.
+//!    a replica would. In the default (sequential) mode, each side's WAL records, full-page
+//!    images, bytes and flushes, the checkpoints, the buffers its backend wrote out and the blocks
+//!    it read (`Io`): where the schema's cost goes as the data grows.
 //! 6. (c) the rerun of the settled date on the last round's A, under a newer fencing token: its time, and a
 //!    checksum of every fine and ledger row, including each row version's `xmin`, before and
 //!    after: equal means the rerun rewrote no row, not even with the same values.
@@ -145,15 +147,21 @@ async fn main() -> anyhow::Result<()> {
                 match (side + round) % 3 {
                     0 => {
                         checkpoint(&pool_a).await?;
+                        let before = Io::now(&pool_a).await?;
                         ours_t = Some(ours(&pool_a, &ctx, date, &never).await?);
+                        Io::now(&pool_a).await?.since(&before).print(round, "finesettle");
                     }
                     1 => {
                         checkpoint(&pool_b).await?;
+                        let before = Io::now(&pool_b).await?;
                         hand_t = Some(hand_written(&pool_b, date).await?);
+                        Io::now(&pool_b).await?.since(&before).print(round, "hand-written SQL");
                     }
                     _ => {
                         checkpoint(&pool_m).await?;
+                        let before = Io::now(&pool_m).await?;
                         min_t = Some(minimal(&pool_m, date, batch_size).await?);
+                        Io::now(&pool_m).await?.since(&before).print(round, "minimal schema");
                     }
                 }
             }
@@ -733,6 +741,76 @@ async fn import_loans(pool: &PgPool, count: i64) -> anyhow::Result<()> {
     sqlx::raw_sql(AssertSqlSafe(sql)).execute(pool).await?;
     sqlx::raw_sql("analyze").execute(pool).await?;
     Ok(())
+}
+
+/// What one side cost the server besides time: WAL (records, full-page images, bytes, flushes),
+/// checkpoints and the buffers backends had to write out themselves (all cluster-wide, so another
+/// session's work in the same seconds counts too), and the side's database's block reads (from
+/// the kernel) and hits (in shared buffers). Sequential mode only: side by side they would mix.
+#[derive(Debug, Clone, Copy)]
+struct Io {
+    wal_records: i64,
+    wal_fpi: i64,
+    wal_bytes: i64,
+    wal_sync: i64,
+    checkpoints: i64,
+    buffers_backend: i64,
+    blks_read: i64,
+    blks_hit: i64,
+}
+
+impl Io {
+    /// The counters now. A backend's counters reach the shared statistics when it has been idle
+    /// for a moment, so it waits for that first (as [`temp_bytes`] does).
+    async fn now(pool: &PgPool) -> anyhow::Result<Io> {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let row: (i64, i64, i64, i64, i64, i64, i64, i64) = sqlx::query_as(
+            "select w.wal_records, w.wal_fpi, w.wal_bytes::bigint, w.wal_sync, \
+             b.checkpoints_timed + b.checkpoints_req, b.buffers_backend, d.blks_read, d.blks_hit \
+             from pg_stat_wal w, pg_stat_bgwriter b, pg_stat_database d where d.datname = current_database()",
+        )
+        .fetch_one(pool)
+        .await?;
+        Ok(Io {
+            wal_records: row.0,
+            wal_fpi: row.1,
+            wal_bytes: row.2,
+            wal_sync: row.3,
+            checkpoints: row.4,
+            buffers_backend: row.5,
+            blks_read: row.6,
+            blks_hit: row.7,
+        })
+    }
+
+    fn since(&self, before: &Io) -> Io {
+        Io {
+            wal_records: self.wal_records - before.wal_records,
+            wal_fpi: self.wal_fpi - before.wal_fpi,
+            wal_bytes: self.wal_bytes - before.wal_bytes,
+            wal_sync: self.wal_sync - before.wal_sync,
+            checkpoints: self.checkpoints - before.checkpoints,
+            buffers_backend: self.buffers_backend - before.buffers_backend,
+            blks_read: self.blks_read - before.blks_read,
+            blks_hit: self.blks_hit - before.blks_hit,
+        }
+    }
+
+    fn print(&self, round: usize, side: &str) {
+        println!(
+            "  round {} {side}: WAL {} records, {} full-page images, {:.0} MB, {} flushes; {} checkpoints; \
+             {} buffers written by backends; blocks read {} hit {}",
+            round + 1,
+            self.wal_records,
+            self.wal_fpi,
+            self.wal_bytes as f64 / 1e6,
+            self.wal_sync,
+            self.checkpoints,
+            self.buffers_backend,
+            self.blks_read,
+            self.blks_hit
+        );
+    }
 }
 
 /// Reads the tables once so that both copies start with the same warm caches.
