@@ -11,11 +11,11 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::alerts::{self, AlertWorkerConfig};
+use crate::audit::{self, AuditConfig};
 use crate::clock::{Clock, DatabaseTime};
 use crate::config::Settings;
-use crate::audit::{self, AuditConfig};
-use crate::jobs::{Hooks, SettleJob, Walked};
 use crate::jobs::scheduler::Scheduler;
+use crate::jobs::{Hooks, SettleJob, Walked};
 use crate::lock::JobLock;
 use crate::reminders::{self, ReminderWorkerConfig};
 use crate::state::{AppState, AppStateParts};

@@ -167,7 +167,12 @@ pub async fn audit_month(pool: &PgPool, config: &AuditConfig, month: NaiveDate) 
 /// month whose gap it filled). Outside every date's transaction and after the lock is released,
 /// so it delays no settlement; stopped when `stop` is cancelled (shutdown). Failures are logged
 /// only: the audit can be run again by hand, and the settlement it checks has committed.
-pub async fn audit_finalised_months(pool: &PgPool, config: &AuditConfig, settled: &[NaiveDate], stop: &CancellationToken) {
+pub async fn audit_finalised_months(
+    pool: &PgPool,
+    config: &AuditConfig,
+    settled: &[NaiveDate],
+    stop: &CancellationToken,
+) {
     let months: BTreeSet<NaiveDate> = settled.iter().map(|date| month_start(*date)).collect();
     for month in months {
         let audit = tokio::select! {

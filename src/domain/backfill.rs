@@ -62,7 +62,12 @@ pub enum RangeError {
 /// The dates of an operator's range `from..=to`, checked against the rules that need no look at
 /// the records: every date has ended by `today` (the database's business date), `from` is not
 /// after `to`, and the range spans at most `max_days` dates. Checked in that order.
-pub fn manual_range(from: NaiveDate, to: NaiveDate, today: NaiveDate, max_days: u32) -> Result<Vec<NaiveDate>, RangeError> {
+pub fn manual_range(
+    from: NaiveDate,
+    to: NaiveDate,
+    today: NaiveDate,
+    max_days: u32,
+) -> Result<Vec<NaiveDate>, RangeError> {
     if to >= today {
         return Err(RangeError::NotEnded { to, today });
     }
@@ -111,7 +116,10 @@ mod tests {
             manual_range(ymd(2026, 3, 7), ymd(2026, 3, 9), today, 3),
             Ok(vec![ymd(2026, 3, 7), ymd(2026, 3, 8), ymd(2026, 3, 9)])
         );
-        assert_eq!(manual_range(ymd(2026, 3, 9), ymd(2026, 3, 9), today, 1), Ok(vec![ymd(2026, 3, 9)]));
+        assert_eq!(
+            manual_range(ymd(2026, 3, 9), ymd(2026, 3, 9), today, 1),
+            Ok(vec![ymd(2026, 3, 9)])
+        );
         assert_eq!(
             manual_range(ymd(2026, 3, 9), today, today, 5),
             Err(RangeError::NotEnded { to: today, today })

@@ -35,12 +35,13 @@ pub mod text;
 mod testutil;
 
 pub use backfill::{
-    BeforeStart, FIRST_START_MAX_DAYS, RangeError, check_first_start, check_not_before_start, manual_dates, manual_range,
+    BeforeStart, FIRST_START_MAX_DAYS, RangeError, check_first_start, check_not_before_start, manual_dates,
+    manual_range,
 };
 pub use calendar::{business_date, format_month, month_end, month_start, parse_month, same_month};
 pub use fine::{
     FineOverflow, MAX_DAILY_FINE_CENTS, MonthlyFine, accrue, final_fine, fine_for_month, is_final, try_fine_for_month,
 };
 pub use loan::{LoanError, LoanTerms};
-pub use task::SETTLE_FINES;
 pub use status::{FineStatus, LedgerKind, ParseStatusError, can_transition};
+pub use task::SETTLE_FINES;

@@ -377,7 +377,9 @@ impl Locked {
                 Refused::NothingToDo,
                 Attempt::new(AttemptOutcome::NothingToDo, Some(token), plan.not_ended),
             ),
-            Err(error) => self.fire().planning_failed(error, Some(token), AttemptOutcome::Unavailable),
+            Err(error) => self
+                .fire()
+                .planning_failed(error, Some(token), AttemptOutcome::Unavailable),
         };
         walk::release(job, &self.lease).await;
         Err(stopped)

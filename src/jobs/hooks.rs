@@ -53,6 +53,8 @@ impl Hooks {
 
 impl std::fmt::Debug for Hooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hooks").field("after_walk", &self.after_walk.len()).finish()
+        f.debug_struct("Hooks")
+            .field("after_walk", &self.after_walk.len())
+            .finish()
     }
 }

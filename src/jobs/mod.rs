@@ -144,7 +144,12 @@ impl SettleJob {
     }
 
     /// Starts a fire and waits for it to finish.
-    pub async fn fire(&self, trigger: Trigger, fired_at: DateTime<Utc>, request: Request) -> Result<RunReport, Refused> {
+    pub async fn fire(
+        &self,
+        trigger: Trigger,
+        fired_at: DateTime<Utc>,
+        request: Request,
+    ) -> Result<RunReport, Refused> {
         Ok(self.start(trigger, fired_at, request).await?.wait().await)
     }
 

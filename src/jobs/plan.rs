@@ -146,9 +146,14 @@ impl Planner {
                 let dates = match requested.last() {
                     Some(&last) => {
                         domain::check_not_before_start(start_date, from)?;
-                        let unsettled =
-                            store::executions::unsettled_between(&self.pool, &self.task_name, start_date, last, i64::MAX)
-                                .await?;
+                        let unsettled = store::executions::unsettled_between(
+                            &self.pool,
+                            &self.task_name,
+                            start_date,
+                            last,
+                            i64::MAX,
+                        )
+                        .await?;
                         domain::manual_dates(&unsettled, &requested)
                     }
                     None => Vec::new(),

@@ -108,7 +108,12 @@ fn refused(refused: Refused, fields: RangeFields) -> ApiError {
 
 /// Starts an operator's run of `from..=to` (trigger `manual`), fired at the database's clock: a
 /// manual run is checked and timed by it, like every other fire.
-async fn start_manual(state: &AppState, job: &SettleJob, request: Request, fields: RangeFields) -> Result<Started, ApiError> {
+async fn start_manual(
+    state: &AppState,
+    job: &SettleJob,
+    request: Request,
+    fields: RangeFields,
+) -> Result<Started, ApiError> {
     let now = store::clock::now(&state.pool).await?;
     job.start(Trigger::Manual, now, request)
         .await

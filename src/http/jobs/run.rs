@@ -5,10 +5,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{Execution, RangeFields, job_named, start_manual};
-use crate::jobs::Request;
 use crate::http::dates;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
+use crate::jobs::Request;
 use crate::state::AppState;
 use crate::store;
 

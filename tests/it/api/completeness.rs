@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::{Days, NaiveDate};
 use finesettle::domain::{LoanTerms, fine_for_month, is_final, month_end, month_start};
-use finesettle::jobs::{Request, Refused, RunReport};
+use finesettle::jobs::{Refused, Request, RunReport};
 use finesettle::settlement::Trigger;
 use serde_json::json;
 

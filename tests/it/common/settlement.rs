@@ -85,7 +85,9 @@ pub async fn dates_for_run(
     target: NaiveDate,
     max_days: u32,
 ) -> Result<Vec<NaiveDate>, PlanError> {
-    let plan = planner(pool, configured_start, max_days).plan(&Request::CatchUp { target }).await?;
+    let plan = planner(pool, configured_start, max_days)
+        .plan(&Request::CatchUp { target })
+        .await?;
     Ok(plan.dates)
 }
 
@@ -98,7 +100,9 @@ pub async fn dates_for_manual_run(
     let (Some(&from), Some(&to)) = (requested.first(), requested.last()) else {
         return Ok(Vec::new());
     };
-    let plan = planner(pool, configured_start, 3660).plan(&Request::Range { from, to }).await?;
+    let plan = planner(pool, configured_start, 3660)
+        .plan(&Request::Range { from, to })
+        .await?;
     Ok(plan.dates)
 }
 

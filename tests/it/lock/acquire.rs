@@ -111,13 +111,13 @@ async fn extend_works_only_while_held(backend: Backend) {
     // expired, not yet taken over: lost all the same, and the lock stays expired
     fx.expire(TASK).await;
     let expired = fx.try_stored(TASK).await;
-    assert!(!lock.renew(&lease, 10 * MINUTE).await.unwrap().is_some());
+    assert!(lock.renew(&lease, 10 * MINUTE).await.unwrap().is_none());
     assert_eq!(fx.try_stored(TASK).await, expired);
 
     // taken over: the old lease cannot extend, the new one can
     let successor = acquire(lock, &spec(TASK, "replica-b")).await;
     let row = fx.stored(TASK).await;
-    assert!(!lock.renew(&lease, 10 * MINUTE).await.unwrap().is_some());
+    assert!(lock.renew(&lease, 10 * MINUTE).await.unwrap().is_none());
     assert_eq!(fx.stored(TASK).await, row);
     assert!(lock.renew(&successor, 10 * MINUTE).await.unwrap().is_some());
 }
@@ -134,7 +134,7 @@ async fn release_by_a_non_owner_changes_nothing(backend: Backend) {
         ..lease.clone()
     };
     assert!(!lock.release(&impostor, Duration::ZERO).await.unwrap());
-    assert!(!lock.renew(&impostor, 10 * MINUTE).await.unwrap().is_some());
+    assert!(lock.renew(&impostor, 10 * MINUTE).await.unwrap().is_none());
     assert_eq!(fx.stored(TASK).await, row);
 
     // a holder whose lease was taken over cannot release its successor's lock

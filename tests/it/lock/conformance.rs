@@ -19,9 +19,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
+use finesettle::jobs::plan;
 use finesettle::lock::{Acquired, FenceError, JobLock, Lease, LockSpec, fence, guard};
 use finesettle::settlement::RunContext;
-use finesettle::jobs::plan;
 use finesettle::settlement::records::{self, StartOutcome, Trigger};
 use finesettle_model::walk::{Step, walk};
 use finesettle_model::{Action, Bug, Config, Job, Outcome, Protocol, World, story};

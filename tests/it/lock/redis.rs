@@ -167,7 +167,7 @@ async fn a_winner_publishing_late_changes_nothing_and_stays_fenced() {
     assert!(!passes_the_fence(fx.pool(), paused.fencing_token).await);
     assert!(passes_the_fence(fx.pool(), successor.fencing_token).await);
     // nor can it touch the successor's key
-    assert!(!fx.lock.renew(&paused, MINUTE).await.unwrap().is_some());
+    assert!(fx.lock.renew(&paused, MINUTE).await.unwrap().is_none());
     assert!(!fx.lock.release(&paused, Duration::ZERO).await.unwrap());
     assert_eq!(fx.stored(TASK).await.2, successor.fencing_token);
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Days, NaiveDate, Utc};
 use chrono_tz::Asia::Shanghai;
 use finesettle::jobs::scheduler::fire_until_run;
-use finesettle::jobs::{Request, Refused};
+use finesettle::jobs::{Refused, Request};
 use finesettle::lock::{Acquired, JobLock, Lease, LockSpec};
 use finesettle::schedule::settle_target;
 use finesettle::settlement::Trigger;

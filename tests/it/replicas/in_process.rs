@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use finesettle::config::Settings;
-use finesettle::jobs::{Request, Refused, RunReport, SettleJob};
+use finesettle::jobs::{Refused, Request, RunReport, SettleJob};
 use finesettle::settlement::Trigger;
 use tokio::sync::Barrier;
 

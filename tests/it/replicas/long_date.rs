@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use chrono::NaiveDate;
-use finesettle::jobs::{Request, Refused};
+use finesettle::jobs::{Refused, Request};
 use finesettle::lock::{Acquired, JobLock, LockSpec, PgLock};
 use finesettle::settlement::{self, DateStatus, RunContext, Trigger};
 use tokio_util::sync::CancellationToken;

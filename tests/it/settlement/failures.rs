@@ -65,9 +65,7 @@ async fn a_date_refused_midway_leaves_nothing_and_is_redone_by_the_next_run() {
         .execute(&db.pool)
         .await
         .unwrap();
-    let next = dates_for_run(&db.pool, Some(start), target, 62)
-        .await
-        .unwrap();
+    let next = dates_for_run(&db.pool, Some(start), target, 62).await.unwrap();
     assert_eq!(next, days(ymd(2026, 3, 31), target));
     assert_all_succeeded(&walk(&db.pool, &next).await);
 
@@ -118,7 +116,15 @@ async fn a_date_stopped_between_batches_is_rolled_back_and_recorded_abandoned() 
     let mut one_row_batches = ctx(TOKEN);
     one_row_batches.batch_size = 1;
     let dates = [ymd(2026, 3, 10), ymd(2026, 3, 11)];
-    let report = settlement::settle_dates(&db.pool, &one_row_batches, &dates, &CancellationToken::new(), &abort, ()).await;
+    let report = settlement::settle_dates(
+        &db.pool,
+        &one_row_batches,
+        &dates,
+        &CancellationToken::new(),
+        &abort,
+        (),
+    )
+    .await;
     watcher.await.unwrap();
 
     let stopped = report.stopped_at().expect("the date was stopped");

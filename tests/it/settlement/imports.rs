@@ -144,9 +144,7 @@ async fn run_scenario(seed: u64, events: &[Event]) {
 
 /// The night's fire: every date without SUCCESS through `today`, as the scheduler plans it.
 async fn nightly(pool: &PgPool, today: NaiveDate) {
-    let dates = dates_for_run(pool, Some(start()), today, 62)
-        .await
-        .unwrap();
+    let dates = dates_for_run(pool, Some(start()), today, 62).await.unwrap();
     let never = CancellationToken::new();
     let report = settlement::settle_dates(pool, &ctx(TOKEN), &dates, &never, &never, ()).await;
     assert_all_succeeded(&report);

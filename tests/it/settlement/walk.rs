@@ -57,9 +57,7 @@ async fn without_a_configured_start_the_first_planned_date_is_recorded_and_kept(
     let db = fresh_db().await;
     // The first plan ever records its target as the start date ...
     assert_eq!(
-        dates_for_run(&db.pool, None, ymd(2026, 3, 5), 62)
-            .await
-            .unwrap(),
+        dates_for_run(&db.pool, None, ymd(2026, 3, 5), 62).await.unwrap(),
         [ymd(2026, 3, 5)]
     );
     assert_eq!(
@@ -68,9 +66,7 @@ async fn without_a_configured_start_the_first_planned_date_is_recorded_and_kept(
     );
     // ... and later plans start there, whatever their target: no date is lost to a later fire.
     assert_eq!(
-        dates_for_run(&db.pool, None, ymd(2026, 3, 8), 62)
-            .await
-            .unwrap(),
+        dates_for_run(&db.pool, None, ymd(2026, 3, 8), 62).await.unwrap(),
         days(ymd(2026, 3, 5), ymd(2026, 3, 8))
     );
     // An operator's first date before it is refused, not silently accrued before the start.
@@ -93,9 +89,7 @@ async fn a_gap_behind_later_successes_is_planned_first() {
     let mut expected = days(ymd(2026, 3, 6), ymd(2026, 3, 11));
     expected.extend(days(ymd(2026, 3, 13), ymd(2026, 3, 14)));
     assert_eq!(
-        dates_for_run(&db.pool, start, ymd(2026, 3, 14), 62)
-            .await
-            .unwrap(),
+        dates_for_run(&db.pool, start, ymd(2026, 3, 14), 62).await.unwrap(),
         expected
     );
     // An operator's run of 03-14 settles every earlier date without SUCCESS first; one of 03-12
