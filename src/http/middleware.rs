@@ -10,20 +10,33 @@ use std::any::Any;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tracing::Span;
 
 use super::error::{ApiError, Problem, problem_response};
+use super::metrics;
 
 pub async fn not_found() -> ApiError {
     ApiError::NotFound("route")
 }
 
-/// Gives a problem+json body to error responses that were produced without one.
-pub async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
+/// The head limits and the problem bodies, in one layer: each `from_fn` layer boxes and clones
+/// the whole stack inside it on every request (load/results/reads.md), and these two were
+/// adjacent. A request whose head is too large is answered a bare 414 or 431
+/// ([`oversized_head`]); any bare error, that one or one from the layers inside (405, 408, 413),
+/// then gets its problem+json body ([`problem_for_bare_error`]).
+pub async fn head_limits_and_problems(request: Request, next: Next) -> Response {
+    let response = match oversized_head(&request) {
+        Some(status) => status.into_response(),
+        None => next.run(request).await,
+    };
+    problem_for_bare_error(response)
+}
+
+/// Gives a problem+json body to an error response that was produced without one.
+fn problem_for_bare_error(response: Response) -> Response {
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error()) || response.headers().contains_key(header::CONTENT_TYPE)
     {
@@ -68,11 +81,11 @@ pub const MAX_HEADERS: usize = 64;
 pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 
 /// Refuses a request whose head is larger than any client of this API sends: 414 for a long
-/// target, 431 for too many or too large headers.
-pub async fn refuse_oversized_head(request: Request, next: Next) -> Response {
+/// target, 431 for too many or too large headers; `None` for any other request.
+fn oversized_head(request: &Request) -> Option<StatusCode> {
     let target = request.uri().path_and_query().map_or(0, |p| p.as_str().len());
     if target > MAX_URI_BYTES {
-        return StatusCode::URI_TOO_LONG.into_response();
+        return Some(StatusCode::URI_TOO_LONG);
     }
     let headers = request.headers();
     let bytes: usize = headers
@@ -80,20 +93,29 @@ pub async fn refuse_oversized_head(request: Request, next: Next) -> Response {
         .map(|(name, value)| name.as_str().len() + value.len())
         .sum();
     if headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
-        return StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE.into_response();
+        return Some(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
     }
-    next.run(request).await
+    None
 }
 
 /// The longest request id a client may choose.
 pub const MAX_REQUEST_ID_BYTES: usize = 64;
 
+/// The first layer a request meets, two jobs in one `from_fn` layer (each such layer boxes and
+/// clones the whole stack inside it on every request, load/results/reads.md): it drops an
+/// invalid `x-request-id` ([`drop_invalid_request_id`]) before the id layer inside it reads the
+/// header, and records the request's metrics ([`metrics::record`]), outermost so that they count
+/// what every inner layer answers itself.
+pub async fn request_id_and_metrics(mut request: Request, next: Next) -> Response {
+    drop_invalid_request_id(request.headers_mut());
+    metrics::record(request, next).await
+}
+
 /// Keeps the client's `x-request-id` only when it is one header of 1 to 64 characters from
 /// `A-Z a-z 0-9 . _ : -`; otherwise the id layer generates a fresh one. The id is echoed and put
 /// on every log line of the request: a client must not be able to make those lines arbitrarily
 /// long or put anything else in them.
-pub async fn drop_invalid_request_id(mut request: Request, next: Next) -> Response {
-    let headers = request.headers_mut();
+fn drop_invalid_request_id(headers: &mut HeaderMap) {
     let mut values = headers.get_all("x-request-id").iter();
     let valid = match (values.next(), values.next()) {
         (None, _) => true,
@@ -103,7 +125,6 @@ pub async fn drop_invalid_request_id(mut request: Request, next: Next) -> Respon
     if !valid {
         headers.remove("x-request-id");
     }
-    next.run(request).await
 }
 
 fn is_valid_request_id(value: &HeaderValue) -> bool {

@@ -76,8 +76,7 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
         ))
-        .layer(axum::middleware::from_fn(middleware::refuse_oversized_head))
-        .layer(axum::middleware::from_fn(middleware::problem_for_bare_errors))
+        .layer(axum::middleware::from_fn(middleware::head_limits_and_problems))
         .layer(CatchPanicLayer::custom(middleware::panic_to_problem))
         // On every response, a panic's included. Responses name members and their e-mails: no
         // cache may keep them, no browser may guess another type, no page may frame them.
@@ -97,6 +96,6 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         // The request id is set before anything logs, so every log line of the request has it.
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
-        .layer(axum::middleware::from_fn(middleware::drop_invalid_request_id))
-        .layer(axum::middleware::from_fn(metrics::record))
+        // The metrics, outermost, and the check of the client's request id, before the id layer.
+        .layer(axum::middleware::from_fn(middleware::request_id_and_metrics))
 }

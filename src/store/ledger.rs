@@ -38,27 +38,58 @@ fn ledger_kind_schema() -> Object {
         .build()
 }
 
-/// A page of one member's entries, oldest first (walks `ledger_entry_member`).
-pub async fn list_for_member(
+/// A page of one member's entries, oldest first (walks `ledger_entry_member`); `None` when
+/// there is no such member.
+///
+/// One statement for what was two (the member's existence, then the page): the API's ledger
+/// read is one round trip to PostgreSQL (load/results/reads.md). The member's row is joined to
+/// the page of its entries, so an unknown member gives no row and a known one with no entry on
+/// this page one row of nulls.
+pub async fn page_of_member(
     executor: impl sqlx::PgExecutor<'_>,
     member_id: i64,
     page: PageRequest,
-) -> sqlx::Result<Vec<LedgerEntry>> {
-    sqlx::query_as!(
-        LedgerEntry,
+) -> sqlx::Result<Option<Vec<LedgerEntry>>> {
+    let rows = sqlx::query!(
         r#"
-        select id, member_id, fine_id, kind as "kind: LedgerKind", amount_cents, created_at
-        from ledger_entry
-        where member_id = $1 and id > $2
-        order by id
-        limit $3
+        -- the member's row, then its entries after the cursor, at most the page's fetch
+        select e.id as "id?", e.fine_id, e.kind as "kind?: LedgerKind",
+               e.amount_cents as "amount_cents?", e.created_at as "created_at?"
+        from member m
+        left join lateral (
+            select id, fine_id, kind, amount_cents, created_at
+            from ledger_entry
+            where member_id = m.id and id > $2
+            order by id
+            limit $3
+        ) e on true
+        where m.id = $1
+        order by e.id
         "#,
         member_id,
         page.after,
         page.fetch()
     )
     .fetch_all(executor)
-    .await
+    .await?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let entries = rows
+        .into_iter()
+        .filter_map(|row| {
+            // Each of these is null only in the one row of a member with no entry on this page.
+            Some(LedgerEntry {
+                id: row.id?,
+                member_id,
+                fine_id: row.fine_id,
+                kind: row.kind?,
+                amount_cents: row.amount_cents?,
+                created_at: row.created_at?,
+            })
+        })
+        .collect();
+    Ok(Some(entries))
 }
 
 /// What the member owes: the sum of their ledger (negative is a credit).

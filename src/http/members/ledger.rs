@@ -24,11 +24,7 @@ pub async fn member_ledger(
 ) -> Result<Json<Page<LedgerEntry>>, ApiError> {
     let page = params.validate()?;
     let mut connection = state.reads.acquire().await?;
-    let exists = store::members::exists(&mut *connection, member_id).await;
-    if !connection.check(exists)? {
-        return Err(ApiError::NotFound("member"));
-    }
-    let rows = store::ledger::list_for_member(&mut *connection, member_id, page).await;
-    let rows = connection.check(rows)?;
+    let rows = store::ledger::page_of_member(&mut *connection, member_id, page).await;
+    let rows = connection.check(rows)?.ok_or(ApiError::NotFound("member"))?;
     Ok(Json(Page::from_rows(rows, page, |e| e.id).map(LedgerEntry::from)))
 }

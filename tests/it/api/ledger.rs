@@ -155,6 +155,29 @@ async fn the_ledger_is_paginated() {
     app.get(&format!("{path}?limit=abc")).await.problem(400);
 }
 
+/// The ledger is one statement that also tells an unknown member (404) from a known one: a
+/// known member whose entries all lie before the cursor gets an empty page, not a 404.
+#[tokio::test]
+async fn a_cursor_past_a_members_last_entry_is_an_empty_page() {
+    let app = spawn_app().await;
+    let bob = member(&app, "Bob").await;
+    pay(&app, bob, json!({"amount_cents": 10})).await.ok(201);
+    let ada = member(&app, "Ada").await;
+    pay(&app, ada, json!({"amount_cents": 20})).await.ok(201);
+    pay(&app, ada, json!({"amount_cents": 30})).await.ok(201);
+    // A cursor after Ada's first entry, later than every entry of Bob's.
+    let first = app.get(&format!("/api/v1/members/{ada}/ledger?limit=1")).await;
+    let cursor = first.ok(200)["next_cursor"].as_str().unwrap().to_owned();
+
+    let reply = app
+        .get(&format!("/api/v1/members/{bob}/ledger?cursor={cursor}"))
+        .await;
+    assert_eq!(reply.ok(200)["items"], json!([]));
+    assert!(reply.body["next_cursor"].is_null());
+    let reply = app.get(&format!("/api/v1/members/999999/ledger?cursor={cursor}")).await;
+    assert_eq!(reply.problem(404)["code"], "not_found");
+}
+
 #[tokio::test]
 async fn the_ledger_of_an_unknown_member_is_404() {
     let app = spawn_app().await;
