@@ -169,9 +169,7 @@ async fn a_cursor_past_a_members_last_entry_is_an_empty_page() {
     let first = app.get(&format!("/api/v1/members/{ada}/ledger?limit=1")).await;
     let cursor = first.ok(200)["next_cursor"].as_str().unwrap().to_owned();
 
-    let reply = app
-        .get(&format!("/api/v1/members/{bob}/ledger?cursor={cursor}"))
-        .await;
+    let reply = app.get(&format!("/api/v1/members/{bob}/ledger?cursor={cursor}")).await;
     assert_eq!(reply.ok(200)["items"], json!([]));
     assert!(reply.body["next_cursor"].is_null());
     let reply = app.get(&format!("/api/v1/members/999999/ledger?cursor={cursor}")).await;
