@@ -50,7 +50,7 @@ impl AlertRules {
     /// MISSED expects are exactly the ones its ticker fires.
     pub fn for_settlement(schedule: &CronSchedule, settings: &Settings) -> Self {
         AlertRules {
-            task_name: SETTLE_FINES.to_owned(),
+            task_name: SETTLE_FINES.to_string(),
             schedule: schedule.clone(),
             job_timeout: settings.job.job_timeout,
             missed_grace: settings.job.missed_grace,

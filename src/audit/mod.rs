@@ -57,7 +57,7 @@ impl AuditConfig {
     /// The audit of `settle-fines`, from the service settings.
     pub fn from_settings(settings: &Settings) -> Self {
         AuditConfig {
-            task_name: crate::domain::SETTLE_FINES.to_owned(),
+            task_name: crate::domain::SETTLE_FINES.to_string(),
             configured_start: settings.job.settle_start_date,
             webhook_enabled: settings.alert_webhook.is_some(),
         }

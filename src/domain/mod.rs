@@ -17,6 +17,7 @@
 //!   `crate::alerts` and `crate::reminders`).
 //! - [`replica_clock`]: a replica's clock measured against the database's.
 //! - [`task`]: the names of the scheduled tasks.
+//! - [`ids`]: the ids and tokens that cross modules, each a type of its own.
 
 pub mod alert;
 pub mod audit;
@@ -24,6 +25,7 @@ pub mod backfill;
 pub mod calendar;
 pub mod execution;
 pub mod fine;
+pub mod ids;
 pub mod loan;
 pub mod reminder;
 pub mod replica_clock;
@@ -39,6 +41,7 @@ pub use backfill::{
     manual_range,
 };
 pub use calendar::{business_date, format_month, month_end, month_start, parse_month, same_month};
+pub use ids::{FencingToken, LoanId, MemberId, OwnerToken, TaskName};
 pub use fine::{
     FineOverflow, MAX_DAILY_FINE_CENTS, MonthlyFine, accrue, final_fine, fine_for_month, is_final, try_fine_for_month,
 };

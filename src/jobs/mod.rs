@@ -83,7 +83,7 @@ impl SettleJob {
             inner: Arc::new(Inner {
                 planner: Planner {
                     pool: pool.clone(),
-                    task_name: SETTLE_FINES.to_owned(),
+                    task_name: SETTLE_FINES.to_string(),
                     business_tz: settings.business_tz,
                     configured_start: job.settle_start_date,
                     max_days: job.backfill_max_days,
@@ -92,7 +92,7 @@ impl SettleJob {
                 lock,
                 time,
                 spec: LockSpec {
-                    task_name: SETTLE_FINES.to_owned(),
+                    task_name: SETTLE_FINES.to_string(),
                     instance_id: settings.instance_id.clone(),
                     at_most_for: job.lock_at_most_for,
                     at_least_for: job.lock_at_least_for,
