@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::ensure;
 use chrono::{DateTime, NaiveDate, Utc};
 use deadpool_redis::Pool;
+use finesettle::domain::LoanId;
 use finesettle::reminders::ReminderQueue;
 use finesettle::reminders::consumer::{ConsumeReport, ConsumerConfig, consume_once};
 use finesettle::reminders::plan::{Planned, plan};
@@ -67,7 +68,7 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     let planned: Vec<Planned> = loans
         .iter()
-        .flat_map(|&(id, due_on)| plan(id, due_on, now, tz))
+        .flat_map(|&(id, due_on)| plan(LoanId(id), due_on, now, tz))
         .collect();
     ensure!(
         planned.len() as i64 == reminders,

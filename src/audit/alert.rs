@@ -13,7 +13,7 @@ use sqlx::PgPool;
 use super::AuditConfig;
 use crate::alerts::{Alert, AlertKind, AlertState, Publisher};
 use crate::domain::alert::NewAlert;
-use crate::domain::format_month;
+use crate::domain::{LoanId, format_month};
 use crate::store;
 
 /// How many loan ids an alert's detail names; the rest are counted.
@@ -34,7 +34,7 @@ pub(super) async fn publish(
     config: &AuditConfig,
     month: NaiveDate,
     differences: usize,
-    difference_loans: &BTreeSet<i64>,
+    difference_loans: &BTreeSet<LoanId>,
     corrections: usize,
 ) -> anyhow::Result<AlertOutcome> {
     let publisher = Publisher {
@@ -86,8 +86,8 @@ pub(super) async fn publish(
 
 /// `audit of 2026-03: 3 differences in loans 12, 15; 1 correction to review; ...`, naming at
 /// most [`NAMED_LOANS`] loans, the lowest ids first.
-pub(super) fn detail(month: NaiveDate, differences: usize, loans: &BTreeSet<i64>, corrections: usize) -> String {
-    let mut named: Vec<String> = loans.iter().take(NAMED_LOANS).map(i64::to_string).collect();
+pub(super) fn detail(month: NaiveDate, differences: usize, loans: &BTreeSet<LoanId>, corrections: usize) -> String {
+    let mut named: Vec<String> = loans.iter().take(NAMED_LOANS).map(LoanId::to_string).collect();
     if loans.len() > NAMED_LOANS {
         named.push(format!("and {} more", loans.len() - NAMED_LOANS));
     }
@@ -122,15 +122,15 @@ mod tests {
 
     #[test]
     fn the_detail_names_the_loans_lowest_first_and_counts_the_rest() {
-        let loans: BTreeSet<i64> = [15, 12].into();
+        let loans: BTreeSet<LoanId> = [LoanId(15), LoanId(12)].into();
         assert_eq!(
             detail(march(), 3, &loans, 1),
             "audit of 2026-03: 3 differences in loans 12, 15; 1 correction to review; \
              `finesettle audit --month 2026-03` lists them"
         );
-        let one: BTreeSet<i64> = [7].into();
+        let one: BTreeSet<LoanId> = [LoanId(7)].into();
         assert!(detail(march(), 1, &one, 0).starts_with("audit of 2026-03: 1 difference in loan 7; `finesettle"));
-        let many: BTreeSet<i64> = (1..=25).collect();
+        let many: BTreeSet<LoanId> = (1..=25).map(LoanId).collect();
         let text = detail(march(), 25, &many, 0);
         assert!(text.contains("in loans 1, 2, 3,"), "{text}");
         assert!(text.contains("19, 20, and 5 more; "), "{text}");

@@ -8,6 +8,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::alerts::Alert;
+use crate::domain::LoanId;
 use crate::domain::audit::{Class, LoanFacts, Reason, Verdict};
 
 /// How many findings each list of a report carries at most. The totals count them all; a month
@@ -58,7 +59,8 @@ pub struct AuditReport {
 /// One thing that differs in one loan's month.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct AuditFinding {
-    pub loan_id: i64,
+    #[schema(value_type = i64)]
+    pub loan_id: LoanId,
     /// The stored fine, if there is one.
     pub fine_id: Option<i64>,
     pub reason: Reason,
@@ -105,7 +107,7 @@ pub(super) struct Tally {
     pub corrections: Listed,
     pub pending_accrual: Listed,
     /// Every loan with a difference, for the alert (a few, unless something is badly wrong).
-    pub difference_loans: BTreeSet<i64>,
+    pub difference_loans: BTreeSet<LoanId>,
 }
 
 impl Tally {

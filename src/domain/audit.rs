@@ -25,13 +25,14 @@ use utoipa::ToSchema;
 
 use super::calendar::{format_month, month_end, month_start};
 use super::fine::{MonthlyFine, final_fine};
+use super::ids::LoanId;
 use super::loan::LoanTerms;
 use super::status::FineStatus;
 
 /// What the database holds about one loan for the audited month.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoanFacts {
-    pub loan_id: i64,
+    pub loan_id: LoanId,
     pub terms: LoanTerms,
     /// When the loan last changed (`loan.updated_at`, by the database clock).
     pub updated_at: DateTime<Utc>,
@@ -306,7 +307,7 @@ mod tests {
 
     fn facts(terms: LoanTerms, fine: Option<StoredFine>) -> LoanFacts {
         LoanFacts {
-            loan_id: 1,
+            loan_id: LoanId(1),
             terms,
             updated_at: at("2026-03-20T04:00:00Z"),
             queued: false,

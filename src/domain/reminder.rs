@@ -7,6 +7,8 @@ use strum::{Display, EnumString, IntoStaticStr};
 use thiserror::Error;
 use utoipa::ToSchema;
 
+use super::ids::LoanId;
+
 // Stored (`notification.kind`, a text column with a check constraint), sent and queued in upper
 // case; every form is derived from that rule. (The doc comment is the OpenAPI description.)
 /// The two reminders a loan can get (CONTRACT §4). Stored and sent in upper case.
@@ -62,17 +64,17 @@ impl ParseReminderError {
 /// step idempotent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Reminder {
-    pub loan_id: i64,
+    pub loan_id: LoanId,
     pub kind: ReminderKind,
 }
 
 impl Reminder {
-    pub fn new(loan_id: i64, kind: ReminderKind) -> Self {
+    pub fn new(loan_id: LoanId, kind: ReminderKind) -> Self {
         Reminder { loan_id, kind }
     }
 
     /// Both reminders of a loan (what a return cancels).
-    pub fn both(loan_id: i64) -> [Reminder; 2] {
+    pub fn both(loan_id: LoanId) -> [Reminder; 2] {
         ReminderKind::ALL.map(|kind| Reminder::new(loan_id, kind))
     }
 
@@ -90,7 +92,7 @@ impl FromStr for Reminder {
         let invalid = || ParseReminderError(member.to_owned());
         let (loan_id, kind) = member.split_once(':').ok_or_else(invalid)?;
         Ok(Reminder {
-            loan_id: loan_id.parse().map_err(|_| invalid())?,
+            loan_id: LoanId(loan_id.parse().map_err(|_| invalid())?),
             kind: kind.parse().map_err(|_| invalid())?,
         })
     }
@@ -102,10 +104,13 @@ mod tests {
 
     #[test]
     fn members_round_trip_and_garbage_is_refused() {
-        for reminder in Reminder::both(42) {
+        for reminder in Reminder::both(LoanId(42)) {
             assert_eq!(reminder.member().parse::<Reminder>(), Ok(reminder));
         }
-        assert_eq!(Reminder::new(7, ReminderKind::DueTomorrow).member(), "7:DUE_TOMORROW");
+        assert_eq!(
+            Reminder::new(LoanId(7), ReminderKind::DueTomorrow).member(),
+            "7:DUE_TOMORROW"
+        );
         for garbage in ["", "42", "42:", ":OVERDUE", "x:OVERDUE", "42:overdue", "42:OVERDUE:1"] {
             assert!(garbage.parse::<Reminder>().is_err(), "{garbage:?}");
         }

@@ -46,6 +46,7 @@ pub use reaper::reap_expired;
 pub use reconciler::{ReconcileReport, reconcile};
 pub use worker::{ReminderWorkerConfig, run_reminder_worker};
 
+use crate::domain::LoanId;
 use crate::store;
 
 /// Queues the reminders of a loan just created (call after its transaction committed: a loan
@@ -54,7 +55,7 @@ use crate::store;
 ///
 /// Takes the database (for its clock), the queue's Redis pool (none: reminders are off) and the
 /// business zone, not the HTTP state, so any caller that creates loans can queue them.
-pub async fn loan_created(pool: &PgPool, redis: Option<&Pool>, tz: Tz, loan_id: i64, due_on: NaiveDate) {
+pub async fn loan_created(pool: &PgPool, redis: Option<&Pool>, tz: Tz, loan_id: LoanId, due_on: NaiveDate) {
     let Some(redis) = redis else { return };
     let scheduled = async {
         let now = store::clock::now(pool).await.map_err(StepError::from)?;
@@ -65,16 +66,16 @@ pub async fn loan_created(pool: &PgPool, redis: Option<&Pool>, tz: Tz, loan_id: 
             .map_err(StepError::from)
     };
     if let Err(error) = scheduled.await {
-        tracing::warn!(loan.id = loan_id, %error, "loan reminders not queued; the reconciler will queue them");
+        tracing::warn!(loan.id = loan_id.0, %error, "loan reminders not queued; the reconciler will queue them");
     }
 }
 
 /// Removes the reminders of a loan just returned. Never fails the request: a reminder left
 /// queued is dropped by the consumer, which finds the loan returned in Postgres.
-pub async fn loan_returned(redis: Option<&Pool>, loan_id: i64) {
+pub async fn loan_returned(redis: Option<&Pool>, loan_id: LoanId) {
     let Some(redis) = redis else { return };
     if let Err(error) = ReminderQueue::new(redis.clone()).cancel(loan_id).await {
-        tracing::warn!(loan.id = loan_id, %error, "loan reminders not cancelled; the consumer will drop them");
+        tracing::warn!(loan.id = loan_id.0, %error, "loan reminders not cancelled; the consumer will drop them");
     }
 }
 

@@ -4,7 +4,7 @@ use chrono::{DateTime, NaiveDate, NaiveTime, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 
 use super::{Reminder, ReminderKind};
-use crate::domain::business_date;
+use crate::domain::{LoanId, business_date};
 
 /// Reminders go out at 09:00 business time: early enough to act on the same day, late enough
 /// not to wake anyone.
@@ -40,7 +40,7 @@ pub fn moment(kind: ReminderKind, due_on: NaiveDate, tz: Tz) -> Option<DateTime<
 /// item keeps meaning "how late are we", not "how old was this loan"), except `DUE_TOMORROW`
 /// for a loan that is already due on today's business date: that reminder is skipped. A
 /// returned loan gets none: callers only plan open loans.
-pub fn plan(loan_id: i64, due_on: NaiveDate, now: DateTime<Utc>, tz: Tz) -> Vec<Planned> {
+pub fn plan(loan_id: LoanId, due_on: NaiveDate, now: DateTime<Utc>, tz: Tz) -> Vec<Planned> {
     ReminderKind::ALL
         .into_iter()
         .filter(|&kind| !is_stale(kind, due_on, now, tz))
@@ -122,7 +122,7 @@ mod tests {
     #[test]
     fn a_fresh_loan_gets_both_reminders_at_their_moments() {
         let now = utc("2026-03-01T02:00:00Z");
-        let planned = plan(42, date("2026-03-10"), now, Asia::Shanghai);
+        let planned = plan(LoanId(42), date("2026-03-10"), now, Asia::Shanghai);
         assert_eq!(
             kinds_and_times(&planned),
             [
@@ -130,7 +130,7 @@ mod tests {
                 (ReminderKind::Overdue, utc("2026-03-11T01:00:00Z")),
             ]
         );
-        assert!(planned.iter().all(|p| p.reminder.loan_id == 42));
+        assert!(planned.iter().all(|p| p.reminder.loan_id == LoanId(42)));
         assert_eq!(planned[0].score(), utc("2026-03-09T01:00:00Z").timestamp_millis());
     }
 
@@ -139,7 +139,7 @@ mod tests {
         // 15:00 in Shanghai on the day before the due date: 09:00 has passed, the loan is not due.
         let now = utc("2026-03-09T07:00:00Z");
         assert_eq!(
-            kinds_and_times(&plan(1, date("2026-03-10"), now, Asia::Shanghai)),
+            kinds_and_times(&plan(LoanId(1), date("2026-03-10"), now, Asia::Shanghai)),
             [
                 (ReminderKind::DueTomorrow, now),
                 (ReminderKind::Overdue, utc("2026-03-11T01:00:00Z")),
@@ -148,7 +148,7 @@ mod tests {
         // A loan imported long after its due date: overdue at once, "due tomorrow" skipped.
         let now = utc("2026-05-01T00:00:00Z");
         assert_eq!(
-            kinds_and_times(&plan(1, date("2026-03-10"), now, Asia::Shanghai)),
+            kinds_and_times(&plan(LoanId(1), date("2026-03-10"), now, Asia::Shanghai)),
             [(ReminderKind::Overdue, now)]
         );
     }
@@ -160,7 +160,7 @@ mod tests {
         let now = utc("2026-03-09T16:30:00Z");
         assert!(is_stale(ReminderKind::DueTomorrow, due, now, Asia::Shanghai));
         assert_eq!(
-            kinds_and_times(&plan(1, due, now, Asia::Shanghai)),
+            kinds_and_times(&plan(LoanId(1), due, now, Asia::Shanghai)),
             [(ReminderKind::Overdue, utc("2026-03-11T01:00:00Z"))]
         );
         // One minute earlier it is the 9th in Shanghai: still worth sending, at once.
@@ -178,7 +178,7 @@ mod tests {
     fn a_loan_due_on_the_day_it_is_made_gets_only_the_overdue_reminder() {
         let now = utc("2026-03-10T02:00:00Z");
         assert_eq!(
-            kinds_and_times(&plan(1, date("2026-03-10"), now, Asia::Shanghai)),
+            kinds_and_times(&plan(LoanId(1), date("2026-03-10"), now, Asia::Shanghai)),
             [(ReminderKind::Overdue, utc("2026-03-11T01:00:00Z"))]
         );
     }

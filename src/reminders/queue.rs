@@ -24,6 +24,7 @@ use utoipa::ToSchema;
 
 use super::plan::Planned;
 use super::{Reminder, metrics};
+use crate::domain::LoanId;
 
 /// The key prefix the service uses. Tests and benchmarks pick their own to stay apart.
 pub const DEFAULT_PREFIX: &str = "finesettle:reminders";
@@ -209,7 +210,7 @@ impl ReminderQueue {
 
     /// Removes a loan's reminders from both sets (a return). One held by a consumer at this
     /// moment may still be delivered; the consumer checks the loan in Postgres first.
-    pub async fn cancel(&self, loan_id: i64) -> Result<(), QueueError> {
+    pub async fn cancel(&self, loan_id: LoanId) -> Result<(), QueueError> {
         let members = Reminder::both(loan_id).map(|r| r.member());
         let mut pipe = redis::pipe();
         pipe.atomic()

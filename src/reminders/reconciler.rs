@@ -47,7 +47,7 @@ pub async fn reconcile(
     loop {
         let loans = store::notifications::open_loans_missing_reminders(pool, today, after, RECONCILE_BATCH).await?;
         let Some(last) = loans.last() else { break };
-        after = last.id;
+        after = last.id.0;
         let missing: Vec<Planned> = loans
             .iter()
             .flat_map(|loan| {

@@ -37,7 +37,7 @@ pub async fn settled_span(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
 /// its fine for the month (all `None` without one) with the fine's CHARGE and REVERSAL.
 #[derive(Debug, Clone)]
 pub struct FactRow {
-    pub loan_id: i64,
+    pub loan_id: crate::domain::LoanId,
     pub borrowed_on: NaiveDate,
     pub due_on: NaiveDate,
     pub returned_on: Option<NaiveDate>,

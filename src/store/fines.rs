@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 use super::PageRequest;
-use crate::domain::FineStatus;
+use crate::domain::{FineStatus, LoanId, MemberId};
 
 // The row as stored is the shape the API serves: one type (the doc comment below is the
 // OpenAPI description).
@@ -19,8 +19,10 @@ use crate::domain::FineStatus;
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Fine {
     pub id: i64,
-    pub loan_id: i64,
-    pub member_id: i64,
+    #[schema(value_type = i64)]
+    pub loan_id: LoanId,
+    #[schema(value_type = i64)]
+    pub member_id: MemberId,
     /// The first day of the month the fine is for.
     pub settle_month: NaiveDate,
     /// Overdue days of the loan in that month, up to `accrued_through`.
@@ -51,8 +53,8 @@ pub fn fine_status_schema() -> Object {
 /// Which fines to list. Every filter is optional; the given ones must all match.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FineFilter {
-    pub member_id: Option<i64>,
-    pub loan_id: Option<i64>,
+    pub member_id: Option<MemberId>,
+    pub loan_id: Option<LoanId>,
     pub status: Option<FineStatus>,
     pub settle_month: Option<NaiveDate>,
 }
@@ -102,9 +104,9 @@ pub async fn list(
                 order by id
                 limit $6
                 "#,
-                member_id,
+                member_id.0,
                 page.after,
-                loan_id,
+                loan_id.map(|id| id.0),
                 status,
                 filter.settle_month,
                 page.fetch()
@@ -127,7 +129,7 @@ pub async fn list(
                 order by id
                 limit $5
                 "#,
-                loan_id,
+                loan_id.0,
                 page.after,
                 status,
                 filter.settle_month,

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 use super::PageRequest;
-use crate::domain::LedgerKind;
+use crate::domain::{LedgerKind, MemberId};
 
 // The row as stored is the shape the API serves: one type (the doc comment below is the
 // OpenAPI description).
@@ -19,7 +19,8 @@ use crate::domain::LedgerKind;
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct LedgerEntry {
     pub id: i64,
-    pub member_id: i64,
+    #[schema(value_type = i64)]
+    pub member_id: MemberId,
     /// The fine a CHARGE or REVERSAL is for; null for a PAYMENT.
     pub fine_id: Option<i64>,
     #[schema(schema_with = ledger_kind_schema)]
@@ -47,7 +48,7 @@ fn ledger_kind_schema() -> Object {
 /// this page one row of nulls.
 pub async fn page_of_member(
     executor: impl sqlx::PgExecutor<'_>,
-    member_id: i64,
+    member_id: MemberId,
     page: PageRequest,
 ) -> sqlx::Result<Option<Vec<LedgerEntry>>> {
     let rows = sqlx::query!(
@@ -66,7 +67,7 @@ pub async fn page_of_member(
         where m.id = $1
         order by e.id
         "#,
-        member_id,
+        member_id.0,
         page.after,
         page.fetch()
     )
@@ -93,10 +94,10 @@ pub async fn page_of_member(
 }
 
 /// What the member owes: the sum of their ledger (negative is a credit).
-pub async fn balance(executor: impl sqlx::PgExecutor<'_>, member_id: i64) -> sqlx::Result<i64> {
+pub async fn balance(executor: impl sqlx::PgExecutor<'_>, member_id: MemberId) -> sqlx::Result<i64> {
     sqlx::query_scalar!(
         r#"select coalesce(sum(amount_cents), 0)::bigint as "balance!" from ledger_entry where member_id = $1"#,
-        member_id
+        member_id.0
     )
     .fetch_one(executor)
     .await
@@ -108,15 +109,19 @@ pub async fn balance(executor: impl sqlx::PgExecutor<'_>, member_id: i64) -> sql
 /// Payments of one member then run one after the other, so the balance each one reports is the
 /// balance right after it. `for no key update` blocks only other payments of this member, not the
 /// settlement job's charges (their member checks take no row lock, migration 20261205000210).
-pub async fn lock_account(conn: &mut PgConnection, member_id: i64) -> sqlx::Result<bool> {
-    let found = sqlx::query_scalar!(r#"select id from member where id = $1 for no key update"#, member_id)
+pub async fn lock_account(conn: &mut PgConnection, member_id: MemberId) -> sqlx::Result<bool> {
+    let found = sqlx::query_scalar!(r#"select id from member where id = $1 for no key update"#, member_id.0)
         .fetch_optional(conn)
         .await?;
     Ok(found.is_some())
 }
 
 /// Posts a payment of `amount_cents` (positive) received from the member.
-pub async fn insert_payment(conn: &mut PgConnection, member_id: i64, amount_cents: i64) -> sqlx::Result<LedgerEntry> {
+pub async fn insert_payment(
+    conn: &mut PgConnection,
+    member_id: MemberId,
+    amount_cents: i64,
+) -> sqlx::Result<LedgerEntry> {
     insert(conn, member_id, None, LedgerKind::Payment, amount_cents).await
 }
 
@@ -125,7 +130,7 @@ pub async fn insert_payment(conn: &mut PgConnection, member_id: i64, amount_cent
 /// The unique index `ledger_entry_fine_kind_key` refuses a second reversal of the same fine.
 pub async fn insert_reversal(
     conn: &mut PgConnection,
-    member_id: i64,
+    member_id: MemberId,
     fine_id: i64,
     amount_cents: i64,
 ) -> sqlx::Result<LedgerEntry> {
@@ -134,7 +139,7 @@ pub async fn insert_reversal(
 
 async fn insert(
     conn: &mut PgConnection,
-    member_id: i64,
+    member_id: MemberId,
     fine_id: Option<i64>,
     kind: LedgerKind,
     magnitude_cents: i64,
@@ -146,7 +151,7 @@ async fn insert(
         values ($1, $2, $3, $4)
         returning id, member_id, fine_id, kind as "kind: LedgerKind", amount_cents, created_at
         "#,
-        member_id,
+        member_id.0,
         fine_id,
         kind.as_str(),
         kind.signed_amount(magnitude_cents)

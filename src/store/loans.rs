@@ -9,14 +9,15 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::PageRequest;
+use crate::domain::{LoanId, MemberId};
 
 /// A loan as stored. The API's loan is a type of its own (`http::loans::Loan`): it adds a
 /// `status` judged on the business date of each request ([`LoanStatus::of`]), which no column
 /// holds.
 #[derive(Debug, Clone)]
 pub struct LoanRow {
-    pub id: i64,
-    pub member_id: i64,
+    pub id: LoanId,
+    pub member_id: MemberId,
     pub book_id: i64,
     pub borrowed_on: NaiveDate,
     pub due_on: NaiveDate,
@@ -62,7 +63,7 @@ impl LoanStatus {
 /// The terms of a new loan, validated by the caller.
 #[derive(Debug, Clone, Copy)]
 pub struct NewLoan {
-    pub member_id: i64,
+    pub member_id: MemberId,
     pub book_id: i64,
     pub borrowed_on: NaiveDate,
     pub due_on: NaiveDate,
@@ -72,7 +73,7 @@ pub struct NewLoan {
 /// Which loans a list returns.
 #[derive(Debug, Clone, Copy)]
 pub struct LoanFilter {
-    pub member_id: Option<i64>,
+    pub member_id: Option<MemberId>,
     pub status: Option<LoanStatus>,
     /// The business date `status` is judged on.
     pub today: NaiveDate,
@@ -88,7 +89,7 @@ pub async fn insert(executor: impl sqlx::PgExecutor<'_>, loan: &NewLoan) -> sqlx
         values ($1, $2, $3, $4, $5)
         returning id, member_id, book_id, borrowed_on, due_on, returned_at, returned_on, daily_fine_cents, created_at
         "#,
-        loan.member_id,
+        loan.member_id.0,
         loan.book_id,
         loan.borrowed_on,
         loan.due_on,
@@ -98,7 +99,7 @@ pub async fn insert(executor: impl sqlx::PgExecutor<'_>, loan: &NewLoan) -> sqlx
     .await
 }
 
-pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<LoanRow>> {
+pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: LoanId) -> sqlx::Result<Option<LoanRow>> {
     sqlx::query_as!(
         LoanRow,
         r#"
@@ -106,7 +107,7 @@ pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<
         from loan
         where id = $1
         "#,
-        id
+        id.0
     )
     .fetch_optional(executor)
     .await
@@ -119,7 +120,7 @@ pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<
 /// Fails on `loan_returned_not_before_borrowed` when `returned_on` is before `borrowed_on`.
 pub async fn mark_returned(
     executor: impl sqlx::PgExecutor<'_>,
-    id: i64,
+    id: LoanId,
     returned_at: DateTime<Utc>,
     returned_on: NaiveDate,
 ) -> sqlx::Result<Option<LoanRow>> {
@@ -130,7 +131,7 @@ pub async fn mark_returned(
         where id = $1 and returned_at is null
         returning id, member_id, book_id, borrowed_on, due_on, returned_at, returned_on, daily_fine_cents, created_at
         "#,
-        id,
+        id.0,
         returned_at,
         returned_on
     )
@@ -169,7 +170,7 @@ pub async fn list(
                 order by id
                 limit $5
                 "#,
-                member_id,
+                member_id.0,
                 status,
                 filter.today,
                 page.after,

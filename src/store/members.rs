@@ -5,13 +5,15 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::PageRequest;
+use crate::domain::MemberId;
 
 // The row with its balance is the shape the API serves: one type (the doc comment below is
 // the OpenAPI description).
 /// A member of the library and what they owe.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Member {
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: MemberId,
     pub name: String,
     pub email: String,
     /// What the member owes, in cents: the sum of their ledger (negative means credit).
@@ -33,7 +35,7 @@ pub async fn insert(executor: impl sqlx::PgExecutor<'_>, name: &str, email: &str
     .await
 }
 
-pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<Member>> {
+pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: MemberId) -> sqlx::Result<Option<Member>> {
     sqlx::query_as!(
         Member,
         r#"
@@ -44,16 +46,19 @@ pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<
         from member m
         where m.id = $1
         "#,
-        id
+        id.0
     )
     .fetch_optional(executor)
     .await
 }
 
-pub async fn exists(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<bool> {
-    sqlx::query_scalar!(r#"select exists (select 1 from member where id = $1) as "exists!""#, id)
-        .fetch_one(executor)
-        .await
+pub async fn exists(executor: impl sqlx::PgExecutor<'_>, id: MemberId) -> sqlx::Result<bool> {
+    sqlx::query_scalar!(
+        r#"select exists (select 1 from member where id = $1) as "exists!""#,
+        id.0
+    )
+    .fetch_one(executor)
+    .await
 }
 
 /// A page of members in id order, each with its balance.

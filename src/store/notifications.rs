@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 
 use super::PageRequest;
 use crate::domain::reminder::{Reminder, ReminderKind};
+use crate::domain::{LoanId, MemberId};
 
 // The row as stored is the shape the API serves: one type (the doc comment below is the
 // OpenAPI description).
@@ -17,8 +18,10 @@ use crate::domain::reminder::{Reminder, ReminderKind};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct Notification {
     pub id: i64,
-    pub loan_id: i64,
-    pub member_id: i64,
+    #[schema(value_type = i64)]
+    pub loan_id: LoanId,
+    #[schema(value_type = i64)]
+    pub member_id: MemberId,
     /// `DUE_TOMORROW` (the day before `due_on`) or `OVERDUE` (the day after).
     pub kind: ReminderKind,
     pub sent_at: DateTime<Utc>,
@@ -39,7 +42,7 @@ pub async fn record(
     sent_at: DateTime<Utc>,
     today: NaiveDate,
 ) -> sqlx::Result<u64> {
-    let loan_ids: Vec<i64> = reminders.iter().map(|r| r.loan_id).collect();
+    let loan_ids: Vec<i64> = reminders.iter().map(|r| r.loan_id.0).collect();
     let kinds: Vec<String> = reminders.iter().map(|r| r.kind.as_str().to_owned()).collect();
     let inserted = sqlx::query!(
         r#"
@@ -65,7 +68,7 @@ pub async fn record(
 /// A page of one member's notifications, oldest first (walks `notification_member_id`).
 pub async fn list_for_member(
     executor: impl sqlx::PgExecutor<'_>,
-    member_id: i64,
+    member_id: MemberId,
     page: PageRequest,
 ) -> sqlx::Result<Vec<Notification>> {
     sqlx::query_as!(
@@ -77,7 +80,7 @@ pub async fn list_for_member(
         order by id
         limit $3
         "#,
-        member_id,
+        member_id.0,
         page.after,
         page.fetch()
     )
@@ -88,7 +91,7 @@ pub async fn list_for_member(
 /// An open loan and which of its reminders are recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpenLoan {
-    pub id: i64,
+    pub id: LoanId,
     pub due_on: NaiveDate,
     pub due_tomorrow_sent: bool,
     pub overdue_sent: bool,

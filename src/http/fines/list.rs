@@ -5,6 +5,7 @@ use utoipa::IntoParams;
 
 use super::{Fine, fine_status_schema};
 use crate::domain::{FineStatus, month_start};
+use crate::domain::{LoanId, MemberId};
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
 use crate::http::pagination::{Page, PageRequest, page_request};
@@ -21,9 +22,11 @@ use crate::store::fines::FineFilter;
 #[into_params(parameter_in = Query)]
 pub struct FineListParams {
     /// Only this member's fines.
-    pub member_id: Option<i64>,
+    #[param(value_type = Option<i64>)]
+    pub member_id: Option<MemberId>,
     /// Only this loan's fines.
-    pub loan_id: Option<i64>,
+    #[param(value_type = Option<i64>)]
+    pub loan_id: Option<LoanId>,
     /// Only fines in this status (PENDING, SETTLED or VOID; case is ignored).
     #[param(schema_with = fine_status_schema)]
     pub status: Option<String>,

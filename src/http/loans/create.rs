@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::Loan;
+use crate::domain::MemberId;
 use crate::http::dates;
 use crate::http::error::{ApiError, FieldError, ResultExt};
 use crate::http::extract::Json;
@@ -21,8 +22,8 @@ const IDEMPOTENCY_SCOPE: &str = "POST /api/v1/loans";
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewLoan {
-    #[schema(minimum = 1)]
-    pub member_id: i64,
+    #[schema(value_type = i64, minimum = 1)]
+    pub member_id: MemberId,
     #[schema(minimum = 1)]
     pub book_id: i64,
     /// Defaults to today's business date. May be in the past (imports), never in the future.
@@ -108,8 +109,8 @@ pub async fn create_loan(
         .await?;
     tx.commit().await?;
     tracing::info!(
-        loan.id = loan.id,
-        member.id = loan.member_id,
+        loan.id = loan.id.0,
+        member.id = loan.member_id.0,
         book.id = loan.book_id,
         "book lent"
     );

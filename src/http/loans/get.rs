@@ -1,6 +1,7 @@
 use axum::extract::State;
 
 use super::Loan;
+use crate::domain::LoanId;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::state::AppState;
@@ -15,7 +16,7 @@ use crate::store;
         (status = 404, description = "No such loan"),
     ),
 )]
-pub async fn get_loan(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Json<Loan>, ApiError> {
+pub async fn get_loan(State(state): State<AppState>, Path(id): Path<LoanId>) -> Result<Json<Loan>, ApiError> {
     let row = store::loans::find(&state.pool, id)
         .await?
         .ok_or(ApiError::NotFound("loan"))?;

@@ -3,6 +3,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::{Loan, LoanStatus};
+use crate::domain::MemberId;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
 use crate::http::pagination::{InvalidPage, Page, page_request};
@@ -17,7 +18,8 @@ use crate::store::loans::LoanFilter;
 #[into_params(parameter_in = Query)]
 pub struct LoanListParams {
     /// Only this member's loans.
-    pub member_id: Option<i64>,
+    #[param(value_type = Option<i64>)]
+    pub member_id: Option<MemberId>,
     /// Only loans with this status today: `open` (not yet due), `overdue`, or `returned`.
     pub status: Option<LoanStatus>,
     /// Items per page, 1 to 500 (default 50).
@@ -52,6 +54,6 @@ pub async fn list_loans(
     let rows = store::loans::list(&mut *connection, filter, page).await;
     let rows = connection.check(rows)?;
     Ok(Json(
-        Page::from_rows(rows, page, |l| l.id).map(|row| Loan::new(row, today)),
+        Page::from_rows(rows, page, |l| l.id.0).map(|row| Loan::new(row, today)),
     ))
 }

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::domain::{LoanId, MemberId};
 use crate::state::AppState;
 use crate::store::loans::LoanRow;
 pub use crate::store::loans::LoanStatus;
@@ -25,8 +26,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// A loan of one book copy to one member.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Loan {
-    pub id: i64,
-    pub member_id: i64,
+    #[schema(value_type = i64)]
+    pub id: LoanId,
+    #[schema(value_type = i64)]
+    pub member_id: MemberId,
     pub book_id: i64,
     pub borrowed_on: NaiveDate,
     /// The last day the book may be kept without a fine.

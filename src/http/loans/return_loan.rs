@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
 
 use super::Loan;
+use crate::domain::LoanId;
 use crate::domain::business_date;
 use crate::http::dates;
 use crate::http::error::{ApiError, ResultExt};
@@ -40,7 +41,7 @@ pub struct ReturnLoan {
 )]
 pub async fn return_loan(
     State(state): State<AppState>,
-    Path(id): Path<i64>,
+    Path(id): Path<LoanId>,
     OptionalJson(body): OptionalJson<ReturnLoan>,
 ) -> Result<Json<Loan>, ApiError> {
     let tz = state.settings.business_tz;
@@ -67,7 +68,7 @@ pub async fn return_loan(
         })?;
     match returned {
         Some(row) => {
-            tracing::info!(loan.id = row.id, %returned_on, "book returned");
+            tracing::info!(loan.id = row.id.0, %returned_on, "book returned");
             // A returned loan gets no reminder; never fails the request.
             crate::reminders::loan_returned(state.redis.as_ref(), row.id).await;
             Ok(Json(Loan::new(row, business_date(now, tz))))

@@ -58,6 +58,6 @@ pub async fn create_member(
         .on_constraint("member_email_key", || {
             ApiError::conflict("email_taken", "a member with this e-mail already exists")
         })?;
-    tracing::info!(member.id = row.id, "member created");
+    tracing::info!(member.id = row.id.0, "member created");
     Ok(Created::new(format!("/api/v1/members/{}", row.id), row))
 }

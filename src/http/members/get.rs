@@ -1,6 +1,7 @@
 use axum::extract::State;
 
 use super::Member;
+use crate::domain::MemberId;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::state::AppState;
@@ -15,7 +16,7 @@ use crate::store;
         (status = 404, description = "No such member"),
     ),
 )]
-pub async fn get_member(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Json<Member>, ApiError> {
+pub async fn get_member(State(state): State<AppState>, Path(id): Path<MemberId>) -> Result<Json<Member>, ApiError> {
     let mut connection = state.reads.acquire().await?;
     let found = store::members::find(&mut *connection, id).await;
     let row = connection.check(found)?.ok_or(ApiError::NotFound("member"))?;

@@ -22,5 +22,5 @@ pub async fn list_members(
 ) -> Result<Json<Page<Member>>, ApiError> {
     let page = params.validate()?;
     let rows = store::members::list(&state.pool, page).await?;
-    Ok(Json(Page::from_rows(rows, page, |m| m.id).map(Member::from)))
+    Ok(Json(Page::from_rows(rows, page, |m| m.id.0).map(Member::from)))
 }

@@ -11,6 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::error::ApiError;
+use crate::domain::MemberId;
 use crate::state::AppState;
 use crate::store;
 pub use crate::store::members::Member;
@@ -26,7 +27,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// 404 unless the member exists. The per-member lists need it: an empty page alone would not
 /// tell a member with no entries yet from a member who was never registered.
-async fn require_member(state: &AppState, member_id: i64) -> Result<(), ApiError> {
+async fn require_member(state: &AppState, member_id: MemberId) -> Result<(), ApiError> {
     if store::members::exists(&state.pool, member_id).await? {
         Ok(())
     } else {

@@ -1,5 +1,6 @@
 use axum::extract::State;
 
+use crate::domain::MemberId;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path, Query};
 use crate::http::pagination::{InvalidPage, Page, PageParams};
@@ -19,7 +20,7 @@ pub use crate::store::notifications::Notification;
 )]
 pub async fn member_notifications(
     State(state): State<AppState>,
-    Path(member_id): Path<i64>,
+    Path(member_id): Path<MemberId>,
     Query(params): Query<PageParams>,
 ) -> Result<Json<Page<Notification>>, ApiError> {
     let page = params.validate()?;

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::ledger::LedgerEntry;
+use crate::domain::MemberId;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::http::idempotency::{Begin, IdempotencyKey};
@@ -69,7 +70,7 @@ pub struct Payment {
 )]
 pub async fn create_payment(
     State(state): State<AppState>,
-    Path(member_id): Path<i64>,
+    Path(member_id): Path<MemberId>,
     idempotency_key: IdempotencyKey,
     Json(body): Json<NewPayment>,
 ) -> Result<Response, ApiError> {
@@ -90,7 +91,7 @@ pub async fn create_payment(
     keyed.complete(&mut tx, StatusCode::CREATED, None, &payment).await?;
     tx.commit().await?;
     tracing::info!(
-        member.id = member_id,
+        member.id = member_id.0,
         ledger_entry.id = payment.entry.id,
         amount_cents,
         "payment recorded"

@@ -98,7 +98,7 @@ impl Harness {
     /// Queues both reminders of a loan as of `now`, as loan creation does.
     pub async fn schedule(&self, loan_id: i64, due_on: NaiveDate, now: DateTime<Utc>) -> u64 {
         self.queue
-            .schedule(&plan::plan(loan_id, due_on, now, self.tz()))
+            .schedule(&plan::plan(finesettle::domain::LoanId(loan_id), due_on, now, self.tz()))
             .await
             .unwrap()
     }

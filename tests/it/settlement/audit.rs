@@ -57,7 +57,7 @@ async fn a_settled_march_fine(pool: &PgPool) -> (i64, i64, i64) {
 fn reasons_of(findings: &[AuditFinding], loan_id: i64) -> Vec<Reason> {
     findings
         .iter()
-        .filter(|f| f.loan_id == loan_id)
+        .filter(|f| f.loan_id.0 == loan_id)
         .map(|f| f.reason)
         .collect()
 }
