@@ -28,7 +28,7 @@ use deadpool_redis::Pool;
 use finesettle::domain::LoanId;
 use finesettle::reminders::ReminderQueue;
 use finesettle::reminders::consumer::{ConsumeReport, ConsumerConfig, consume_once};
-use finesettle::reminders::plan::{Planned, plan};
+use finesettle::reminders::timing::{self, Timed};
 use finesettle::store::database;
 use sqlx::{AssertSqlSafe, PgPool};
 
@@ -66,16 +66,13 @@ async fn main() -> anyhow::Result<()> {
     let loans: Vec<(i64, NaiveDate)> = sqlx::query_as("select id, due_on from loan order by id")
         .fetch_all(&pool)
         .await?;
-    let planned: Vec<Planned> = loans
+    let timed: Vec<Timed> = loans
         .iter()
-        .flat_map(|&(id, due_on)| plan(LoanId(id), due_on, now, tz))
+        .flat_map(|&(id, due_on)| timing::for_loan(LoanId(id), due_on, now, tz))
         .collect();
-    ensure!(
-        planned.len() as i64 == reminders,
-        "one OVERDUE reminder per overdue loan"
-    );
+    ensure!(timed.len() as i64 == reminders, "one OVERDUE reminder per overdue loan");
     let scheduling = Instant::now();
-    for chunk in planned.chunks(1_000) {
+    for chunk in timed.chunks(1_000) {
         scheduler.schedule(chunk).await?;
     }
     let scheduling = scheduling.elapsed();

@@ -4,7 +4,7 @@
 //! The path of one reminder:
 //!
 //! 1. A loan is created: [`loan_created`] queues both reminders in a Redis sorted set scored by
-//!    their moment ([`plan`]). Returning the loan removes them ([`loan_returned`]).
+//!    their moment ([`timing`]). Returning the loan removes them ([`loan_returned`]).
 //! 2. Every replica's [`run_reminder_worker`] polls each second. A Lua script moves due items, a
 //!    bounded batch at a time, into a processing set scored by a visibility deadline
 //!    ([`queue`]), atomically: two consumers never take the same item.
@@ -28,10 +28,10 @@
 
 pub mod consumer;
 mod metrics;
-pub mod plan;
 pub mod queue;
 pub mod reaper;
 pub mod reconciler;
+pub mod timing;
 mod worker;
 
 use chrono::NaiveDate;
@@ -59,9 +59,9 @@ pub async fn loan_created(pool: &PgPool, redis: Option<&Pool>, tz: Tz, loan_id: 
     let Some(redis) = redis else { return };
     let scheduled = async {
         let now = store::clock::now(pool).await.map_err(StepError::from)?;
-        let planned = plan::plan(loan_id, due_on, now, tz);
+        let timed = timing::for_loan(loan_id, due_on, now, tz);
         ReminderQueue::new(redis.clone())
-            .schedule(&planned)
+            .schedule(&timed)
             .await
             .map_err(StepError::from)
     };

@@ -22,7 +22,7 @@ use redis::Script;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::plan::Planned;
+use super::timing::Timed;
 use super::{Reminder, metrics};
 use crate::domain::LoanId;
 
@@ -152,13 +152,13 @@ impl ReminderQueue {
     }
 
     /// Queues reminders (see [`SCHEDULE`]); returns how many were not already queued or held.
-    pub async fn schedule(&self, planned: &[Planned]) -> Result<u64, QueueError> {
-        if planned.is_empty() {
+    pub async fn schedule(&self, timed: &[Timed]) -> Result<u64, QueueError> {
+        if timed.is_empty() {
             return Ok(0);
         }
         let mut invocation = SCHEDULE_SCRIPT.key(&self.queue_key);
         invocation.key(&self.processing_key);
-        for item in planned {
+        for item in timed {
             invocation.arg(item.score()).arg(item.reminder.member());
         }
         self.run("schedule", async |conn| invocation.invoke_async(conn).await)

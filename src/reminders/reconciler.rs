@@ -17,8 +17,8 @@ use sqlx::PgPool;
 
 use super::consumer::StepError;
 use super::metrics;
-use super::plan::{Planned, plan};
 use super::queue::ReminderQueue;
+use super::timing::{self, Timed};
 use crate::domain::business_date;
 use crate::store;
 
@@ -48,12 +48,12 @@ pub async fn reconcile(
         let loans = store::notifications::open_loans_missing_reminders(pool, today, after, RECONCILE_BATCH).await?;
         let Some(last) = loans.last() else { break };
         after = last.id.0;
-        let missing: Vec<Planned> = loans
+        let missing: Vec<Timed> = loans
             .iter()
             .flat_map(|loan| {
-                plan(loan.id, loan.due_on, now, tz)
+                timing::for_loan(loan.id, loan.due_on, now, tz)
                     .into_iter()
-                    .filter(|planned| !loan.sent(planned.reminder.kind))
+                    .filter(|timed| !loan.sent(timed.reminder.kind))
             })
             .collect();
         report.loans += loans.len() as u64;

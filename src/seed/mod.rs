@@ -12,14 +12,14 @@
 //! a seed either lands whole or not at all, and a million loans take seconds. The same `--seed`
 //! gives the same data set.
 //!
-//! - [`plan`]: the loans, laid out in memory (pure, unit-tested).
+//! - [`draw`]: the loans, drawn at random from the shape and laid out in memory (pure, unit-tested).
 //! - [`names`]: names, addresses, titles and ISBNs.
 //! - [`tables`]: the emptiness check, `--reset`, reading back generated ids.
 
 mod command;
 mod copy;
+pub mod draw;
 mod names;
-pub mod plan;
 mod rng;
 mod tables;
 
@@ -32,7 +32,7 @@ use sqlx::{PgConnection, PgPool};
 
 pub use self::command::run;
 use self::copy::copy_rows;
-use self::plan::{Mix, PlannedLoan, Shape, ShapeError, plan_loans};
+use self::draw::{DrawnLoan, Mix, Shape, ShapeError, draw_loans};
 use self::rng::Rng;
 pub use self::tables::LibraryCounts;
 use crate::domain::business_date;
@@ -147,7 +147,7 @@ pub async fn seed(
         today,
     };
     let mix = shape.mix()?;
-    let loans = plan_loans(&mut Rng::new(options.seed), &shape)?;
+    let loans = draw_loans(&mut Rng::new(options.seed), &shape)?;
     progress.set_length((options.members + options.books + options.loans) as u64);
 
     let mut tx = pool.begin().await?;
@@ -232,7 +232,7 @@ async fn copy_books(
 }
 
 struct LoanRows<'a> {
-    loans: &'a [PlannedLoan],
+    loans: &'a [DrawnLoan],
     member_ids: &'a [i64],
     book_ids: &'a [i64],
     policy: Policy,

@@ -111,7 +111,7 @@ async fn loans_made_while_redis_is_down_get_their_reminders_once_it_is_back() {
     let redis = TestRedis::create().await;
     let queue = ReminderQueue::new(redis.pool());
     let tz = app.settings.business_tz;
-    let now = finesettle::reminders::plan::moment(DueTomorrow, due_on, tz).unwrap() - TimeDelta::days(1);
+    let now = finesettle::reminders::timing::moment(DueTomorrow, due_on, tz).unwrap() - TimeDelta::days(1);
     let report = reconcile(&app.pool, &queue, now, tz).await.unwrap();
     assert_eq!(
         (report.loans, report.restored),
@@ -121,7 +121,7 @@ async fn loans_made_while_redis_is_down_get_their_reminders_once_it_is_back() {
 
     let config = consumer_config(tz, 100);
     for kind in [DueTomorrow, Overdue] {
-        let at = finesettle::reminders::plan::moment(kind, due_on, tz).unwrap() + minutes(1);
+        let at = finesettle::reminders::timing::moment(kind, due_on, tz).unwrap() + minutes(1);
         let report = drain(&app.pool, &queue, &config, at).await;
         assert_eq!((report.taken, report.recorded), (2, 2));
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use chrono_tz::Tz;
 use finesettle::reminders::consumer::{self, ConsumeReport, ConsumerConfig};
-use finesettle::reminders::plan::{self, moment};
+use finesettle::reminders::timing::{self, moment};
 use finesettle::reminders::{ReminderKind, ReminderQueue};
 use sqlx::PgPool;
 
@@ -98,7 +98,12 @@ impl Harness {
     /// Queues both reminders of a loan as of `now`, as loan creation does.
     pub async fn schedule(&self, loan_id: i64, due_on: NaiveDate, now: DateTime<Utc>) -> u64 {
         self.queue
-            .schedule(&plan::plan(finesettle::domain::LoanId(loan_id), due_on, now, self.tz()))
+            .schedule(&timing::for_loan(
+                finesettle::domain::LoanId(loan_id),
+                due_on,
+                now,
+                self.tz(),
+            ))
             .await
             .unwrap()
     }

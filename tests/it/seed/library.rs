@@ -2,7 +2,7 @@
 
 use chrono::{Days, NaiveDate};
 use finesettle::jobs::Request;
-use finesettle::seed::plan::ShapeError;
+use finesettle::seed::draw::ShapeError;
 use finesettle::seed::{Policy, SeedError, SeedOptions, SeedReport, seed};
 use finesettle::settlement::Trigger;
 use indicatif::ProgressBar;

@@ -66,7 +66,7 @@ pub enum LoanKind {
 
 /// One loan to insert. `member` and `book` index the members and books inserted before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PlannedLoan {
+pub struct DrawnLoan {
     pub member: usize,
     pub book: usize,
     pub borrowed_on: NaiveDate,
@@ -143,7 +143,7 @@ fn share_of(n: usize, share: f64) -> usize {
 }
 
 /// Every loan of `shape`, oldest borrowed first (so ids grow with time, as in a real library).
-pub fn plan_loans(rng: &mut Rng, shape: &Shape) -> Result<Vec<PlannedLoan>, ShapeError> {
+pub fn draw_loans(rng: &mut Rng, shape: &Shape) -> Result<Vec<DrawnLoan>, ShapeError> {
     let mix = shape.mix()?;
     let mut loans = Vec::with_capacity(shape.loans);
     if shape.loans == 0 {
@@ -205,7 +205,7 @@ pub fn plan_loans(rng: &mut Rng, shape: &Shape) -> Result<Vec<PlannedLoan>, Shap
     Ok(loans)
 }
 
-fn open_loan(rng: &mut Rng, shape: &Shape, kind: LoanKind, book: usize, member: usize) -> PlannedLoan {
+fn open_loan(rng: &mut Rng, shape: &Shape, kind: LoanKind, book: usize, member: usize) -> DrawnLoan {
     let period = loan_period(rng, shape);
     let borrowed_on = match kind {
         // Due before today: borrowed at least `period + 1` days ago.
@@ -216,7 +216,7 @@ fn open_loan(rng: &mut Rng, shape: &Shape, kind: LoanKind, book: usize, member: 
         // Due today or later: borrowed within the last `period` days.
         _ => shape.today - Days::new(rng.between(0, period)),
     };
-    PlannedLoan {
+    DrawnLoan {
         member,
         book,
         borrowed_on,
@@ -238,7 +238,7 @@ fn returned_loan(
     end: &mut NaiveDate,
     limit: NaiveDate,
     gap_max: u64,
-) -> PlannedLoan {
+) -> DrawnLoan {
     let period = loan_period(rng, shape);
     let kept_days = if late {
         period + rng.between(1, shape.longest_period().min(21))
@@ -262,7 +262,7 @@ fn returned_loan(
         };
         start + Days::new(rng.between(0, room(last) as u64))
     };
-    PlannedLoan {
+    DrawnLoan {
         member,
         book,
         borrowed_on,
@@ -333,7 +333,7 @@ mod tests {
         }
     }
 
-    fn check(shape: &Shape, loans: &[PlannedLoan]) {
+    fn check(shape: &Shape, loans: &[DrawnLoan]) {
         let mix = shape.mix().unwrap();
         let count = |kind| loans.iter().filter(|l| l.kind == kind).count();
         assert_eq!(loans.len(), shape.loans);
@@ -391,7 +391,7 @@ mod tests {
         ] {
             let shape = shape(loans, books, share, days_back);
             for seed in 0..5 {
-                check(&shape, &plan_loans(&mut Rng::new(seed), &shape).unwrap());
+                check(&shape, &draw_loans(&mut Rng::new(seed), &shape).unwrap());
             }
         }
     }
@@ -399,8 +399,8 @@ mod tests {
     #[test]
     fn most_returned_loans_of_a_copy_do_not_overlap() {
         let shape = shape(3_000, 1_500, 0.3, 90);
-        let loans = plan_loans(&mut Rng::new(42), &shape).unwrap();
-        let mut by_book: Vec<Vec<&PlannedLoan>> = vec![Vec::new(); shape.books];
+        let loans = draw_loans(&mut Rng::new(42), &shape).unwrap();
+        let mut by_book: Vec<Vec<&DrawnLoan>> = vec![Vec::new(); shape.books];
         for loan in &loans {
             by_book[loan.book].push(loan);
         }
@@ -428,11 +428,11 @@ mod tests {
     }
 
     #[test]
-    fn the_same_seed_plans_the_same_loans() {
+    fn the_same_seed_draws_the_same_loans() {
         let shape = shape(500, 200, 0.3, 60);
         assert_eq!(
-            plan_loans(&mut Rng::new(9), &shape),
-            plan_loans(&mut Rng::new(9), &shape)
+            draw_loans(&mut Rng::new(9), &shape),
+            draw_loans(&mut Rng::new(9), &shape)
         );
     }
 

@@ -12,12 +12,12 @@ pub const REMINDER_TIME: NaiveTime = NaiveTime::from_hms_opt(9, 0, 0).expect("09
 
 /// A reminder and the instant it should be delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Planned {
+pub struct Timed {
     pub reminder: Reminder,
     pub at: DateTime<Utc>,
 }
 
-impl Planned {
+impl Timed {
     /// The sorted-set score: milliseconds since the Unix epoch.
     pub fn score(&self) -> i64 {
         self.at.timestamp_millis()
@@ -39,14 +39,14 @@ pub fn moment(kind: ReminderKind, due_on: NaiveDate, tz: Tz) -> Option<DateTime<
 /// A moment already past is delivered at once (its score is `now`, so the queue's oldest due
 /// item keeps meaning "how late are we", not "how old was this loan"), except `DUE_TOMORROW`
 /// for a loan that is already due on today's business date: that reminder is skipped. A
-/// returned loan gets none: callers only plan open loans.
-pub fn plan(loan_id: LoanId, due_on: NaiveDate, now: DateTime<Utc>, tz: Tz) -> Vec<Planned> {
+/// returned loan gets none: callers only time open loans.
+pub fn for_loan(loan_id: LoanId, due_on: NaiveDate, now: DateTime<Utc>, tz: Tz) -> Vec<Timed> {
     ReminderKind::ALL
         .into_iter()
         .filter(|&kind| !is_stale(kind, due_on, now, tz))
         .filter_map(|kind| {
             let at = moment(kind, due_on, tz)?.max(now);
-            Some(Planned {
+            Some(Timed {
                 reminder: Reminder::new(loan_id, kind),
                 at,
             })
@@ -90,8 +90,8 @@ mod tests {
         text.parse().unwrap()
     }
 
-    fn kinds_and_times(planned: &[Planned]) -> Vec<(ReminderKind, DateTime<Utc>)> {
-        planned.iter().map(|p| (p.reminder.kind, p.at)).collect()
+    fn kinds_and_times(timed: &[Timed]) -> Vec<(ReminderKind, DateTime<Utc>)> {
+        timed.iter().map(|p| (p.reminder.kind, p.at)).collect()
     }
 
     #[test]
@@ -122,16 +122,16 @@ mod tests {
     #[test]
     fn a_fresh_loan_gets_both_reminders_at_their_moments() {
         let now = utc("2026-03-01T02:00:00Z");
-        let planned = plan(LoanId(42), date("2026-03-10"), now, Asia::Shanghai);
+        let timed = for_loan(LoanId(42), date("2026-03-10"), now, Asia::Shanghai);
         assert_eq!(
-            kinds_and_times(&planned),
+            kinds_and_times(&timed),
             [
                 (ReminderKind::DueTomorrow, utc("2026-03-09T01:00:00Z")),
                 (ReminderKind::Overdue, utc("2026-03-11T01:00:00Z")),
             ]
         );
-        assert!(planned.iter().all(|p| p.reminder.loan_id == LoanId(42)));
-        assert_eq!(planned[0].score(), utc("2026-03-09T01:00:00Z").timestamp_millis());
+        assert!(timed.iter().all(|p| p.reminder.loan_id == LoanId(42)));
+        assert_eq!(timed[0].score(), utc("2026-03-09T01:00:00Z").timestamp_millis());
     }
 
     #[test]
@@ -139,7 +139,7 @@ mod tests {
         // 15:00 in Shanghai on the day before the due date: 09:00 has passed, the loan is not due.
         let now = utc("2026-03-09T07:00:00Z");
         assert_eq!(
-            kinds_and_times(&plan(LoanId(1), date("2026-03-10"), now, Asia::Shanghai)),
+            kinds_and_times(&for_loan(LoanId(1), date("2026-03-10"), now, Asia::Shanghai)),
             [
                 (ReminderKind::DueTomorrow, now),
                 (ReminderKind::Overdue, utc("2026-03-11T01:00:00Z")),
@@ -148,7 +148,7 @@ mod tests {
         // A loan imported long after its due date: overdue at once, "due tomorrow" skipped.
         let now = utc("2026-05-01T00:00:00Z");
         assert_eq!(
-            kinds_and_times(&plan(LoanId(1), date("2026-03-10"), now, Asia::Shanghai)),
+            kinds_and_times(&for_loan(LoanId(1), date("2026-03-10"), now, Asia::Shanghai)),
             [(ReminderKind::Overdue, now)]
         );
     }
@@ -160,7 +160,7 @@ mod tests {
         let now = utc("2026-03-09T16:30:00Z");
         assert!(is_stale(ReminderKind::DueTomorrow, due, now, Asia::Shanghai));
         assert_eq!(
-            kinds_and_times(&plan(LoanId(1), due, now, Asia::Shanghai)),
+            kinds_and_times(&for_loan(LoanId(1), due, now, Asia::Shanghai)),
             [(ReminderKind::Overdue, utc("2026-03-11T01:00:00Z"))]
         );
         // One minute earlier it is the 9th in Shanghai: still worth sending, at once.
@@ -178,7 +178,7 @@ mod tests {
     fn a_loan_due_on_the_day_it_is_made_gets_only_the_overdue_reminder() {
         let now = utc("2026-03-10T02:00:00Z");
         assert_eq!(
-            kinds_and_times(&plan(LoanId(1), date("2026-03-10"), now, Asia::Shanghai)),
+            kinds_and_times(&for_loan(LoanId(1), date("2026-03-10"), now, Asia::Shanghai)),
             [(ReminderKind::Overdue, utc("2026-03-11T01:00:00Z"))]
         );
     }
