@@ -23,6 +23,20 @@ async fn lending_desk(books: usize) -> (TestApp, i64, Vec<i64>, NaiveDate) {
     (app, member_id, books, today)
 }
 
+/// Lends `book_id` to `member_id` from `borrowed_ago` days before `today` until `due_ago` days
+/// before it (0: due today); returns the loan.
+async fn lend_days_ago(
+    app: &TestApp,
+    member_id: i64,
+    book_id: i64,
+    today: NaiveDate,
+    borrowed_ago: u64,
+    due_ago: u64,
+) -> Value {
+    let (borrowed_on, due_on) = (days_before(today, borrowed_ago), days_before(today, due_ago));
+    app.create_loan_from(member_id, book_id, borrowed_on, due_on).await
+}
+
 fn days_before(d: NaiveDate, n: u64) -> NaiveDate {
     d.checked_sub_days(Days::new(n)).unwrap()
 }
@@ -70,15 +84,11 @@ async fn lend_then_get_a_loan_borrowed_today() {
 #[tokio::test]
 async fn a_past_loan_past_its_due_date_is_overdue() {
     let (app, member_id, books, today) = lending_desk(2).await;
-    let loan = app
-        .create_loan_from(member_id, books[0], days_before(today, 20), days_before(today, 5))
-        .await;
+    let loan = lend_days_ago(&app, member_id, books[0], today, 20, 5).await;
     assert_eq!(loan["borrowed_on"], days_before(today, 20).to_string());
     assert_eq!(loan["status"], "overdue");
     // Due today is not overdue yet: the first overdue day is the day after due_on.
-    let loan = app
-        .create_loan_from(member_id, books[1], days_before(today, 3), today)
-        .await;
+    let loan = lend_days_ago(&app, member_id, books[1], today, 3, 0).await;
     assert_eq!(loan["status"], "open");
 }
 
@@ -321,9 +331,7 @@ async fn a_return_body_may_be_empty_null_or_without_returned_at() {
 #[tokio::test]
 async fn a_past_return_gets_the_business_date_of_its_instant() {
     let (app, member_id, books, today) = lending_desk(1).await;
-    let loan = app
-        .create_loan_from(member_id, books[0], days_before(today, 10), days_before(today, 6))
-        .await;
+    let loan = lend_days_ago(&app, member_id, books[0], today, 10, 6).await;
     // 20:00 UTC is already the next day in Shanghai (UTC+8), the default business zone.
     let instant = format!("{}T20:00:00Z", days_before(today, 4));
     let reply = app
@@ -341,9 +349,7 @@ async fn a_past_return_gets_the_business_date_of_its_instant() {
 #[tokio::test]
 async fn bad_returns_are_refused_and_change_nothing() {
     let (app, member_id, books, today) = lending_desk(1).await;
-    let loan = app
-        .create_loan_from(member_id, books[0], days_before(today, 2), today)
-        .await;
+    let loan = lend_days_ago(&app, member_id, books[0], today, 2, 0).await;
     let path = format!("/api/v1/loans/{}/return", id(&loan));
     let before = app.row_counts().await;
 
@@ -398,9 +404,7 @@ async fn loans_are_listed_by_member_and_status_and_paginated() {
     let grace = id(&app.create_member("Grace", "grace@example.org").await);
     let today = app.today().await;
     let open = app.create_loan(ada, books[0], days_after(today, 7)).await;
-    let overdue = app
-        .create_loan_from(ada, books[1], days_before(today, 20), days_before(today, 1))
-        .await;
+    let overdue = lend_days_ago(&app, ada, books[1], today, 20, 1).await;
     let returned = app.create_loan(ada, books[2], today).await;
     app.return_loan(id(&returned)).await;
     let graces = app.create_loan(grace, books[3], today).await;
