@@ -64,6 +64,13 @@ impl Harness {
         consumer::take(&self.queue, &self.config, now).await.unwrap()
     }
 
+    /// [`Harness::take`], asserting that exactly one reminder was due.
+    pub async fn take_one(&self, now: DateTime<Utc>) -> Vec<finesettle::reminders::queue::Taken> {
+        let taken = self.take(now).await;
+        assert_eq!(taken.len(), 1, "one reminder due at {now}");
+        taken
+    }
+
     /// How many reminders the reconciler restored at `now`.
     pub async fn reconcile(&self, now: DateTime<Utc>) -> u64 {
         let report = finesettle::reminders::reconcile(self.pool(), &self.queue, now, self.tz()).await;
