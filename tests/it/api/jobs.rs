@@ -205,11 +205,8 @@ async fn jobs_and_locks_need_the_admin_role() {
     }
     let before = app.row_counts().await;
     let date = yesterday(&app).await;
-    let run = app.post_as(
-        &format!("{JOB}/runs"),
-        Some(LIBRARIAN_TOKEN),
-        json!({ "business_date": date }),
-    );
+    let runs = format!("{JOB}/runs");
+    let run = app.post_as(&runs, Some(LIBRARIAN_TOKEN), json!({ "business_date": date }));
     run.await.problem(403);
     assert_eq!(app.row_counts().await, before);
 }

@@ -75,7 +75,7 @@ async fn after_a_flush_the_reconciler_restores_every_reminder_and_none_is_sent_t
 async fn the_reconciler_leaves_reminders_a_consumer_holds_alone() {
     let (h, due_on, loan) = harness_with_loan(10).await;
     let now = h.at(DueTomorrow, due_on, minutes(1));
-    let taken = h.take_one(now).await;
+    h.take_one(now).await;
 
     // Not recorded yet, but held: queuing it again would deliver it twice.
     assert_eq!(h.reconcile(now).await, 0);

@@ -12,7 +12,7 @@ async fn a_holder_killed_mid_backfill_is_taken_over_once_its_lease_expires() {
     let (database, pool, loans, (from, to), dates) = seeded_busy_range(31).await;
     let replica = |id: &str| Finesettle::new(database.url(), id).with_a_short_lease();
 
-    let (mut a, interrupted) = replica("replica-a").backfill_stopped_mid_date(&pool, from, to).await;
+    let (a, interrupted) = replica("replica-a").backfill_stopped_mid_date(&pool, from, to).await;
     a.signal(Signal::Kill);
     let killed = a.wait(Duration::from_secs(10)).await;
     assert_eq!(killed.status.code(), None, "killed by a signal\n{}", killed.output());

@@ -27,7 +27,7 @@ async fn a_holder_paused_past_its_lease_writes_nothing_when_it_wakes() {
     let (database, pool, loans, (from, to), dates) = seeded_busy_range(32).await;
     let replica = |id: &str| Finesettle::new(database.url(), id).with_a_short_lease();
 
-    let (mut a, paused) = replica("replica-a").backfill_stopped_mid_date(&pool, from, to).await;
+    let (a, paused) = replica("replica-a").backfill_stopped_mid_date(&pool, from, to).await;
     let token_a = paused.fencing_token;
 
     // Paused, A renews nothing: its lease runs out. If it was stopped inside a transaction, that

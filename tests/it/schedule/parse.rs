@@ -5,7 +5,7 @@ use chrono_tz::America::New_York;
 use chrono_tz::Asia::Shanghai;
 use finesettle::schedule::{CronSchedule, ScheduleError, settle_target};
 
-use super::{assert_next_after, assert_upcoming, local, sched, strs, utc};
+use super::{assert_next_after, assert_upcoming, local, sched, utc};
 
 #[test]
 fn parses_six_and_seven_fields() {
