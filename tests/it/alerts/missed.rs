@@ -8,7 +8,8 @@ use chrono::{DateTime, Utc};
 use finesettle::alerts::{AlertKind, SETTLE_FINES, evaluate_at, register};
 
 use crate::alerts::support::{
-    alerts, date, days, execution, instant, missed_dates, recorded_start, registered_at, rules, successes,
+    alerts, assert_resolved_only, date, days, evaluate, execution, instant, missed_dates, recorded_start,
+    registered_at, rules, rules_from, successes,
 };
 use crate::common::spawn_app;
 
@@ -19,15 +20,11 @@ async fn a_slot_nothing_ran_for_raises_one_alert_once_its_grace_has_passed() {
     // Deployed after the 2026-06-09 02:00Z fire; the 2026-06-10 02:00Z fire settles 2026-06-09.
     registered_at(&app.pool, "2026-06-09T12:00:00Z").await;
 
-    let within_grace = evaluate_at(&app.pool, &rules, instant("2026-06-10T02:59:59Z"))
-        .await
-        .unwrap();
+    let within_grace = evaluate(&app.pool, &rules, "2026-06-10T02:59:59Z").await;
     assert!(within_grace.raised.is_empty(), "{within_grace:?}");
     assert!(alerts(&app.pool).await.is_empty());
 
-    let report = evaluate_at(&app.pool, &rules, instant("2026-06-10T03:00:01Z"))
-        .await
-        .unwrap();
+    let report = evaluate(&app.pool, &rules, "2026-06-10T03:00:01Z").await;
     assert_eq!(report.raised.len(), 1, "{report:?}");
     let alert = &report.raised[0];
     assert_eq!(
@@ -42,32 +39,23 @@ async fn a_slot_nothing_ran_for_raises_one_alert_once_its_grace_has_passed() {
     );
     assert!(alert.detail.contains("no execution was recorded"), "{}", alert.detail);
 
-    let later = evaluate_at(&app.pool, &rules, instant("2026-06-10T09:00:00Z"))
-        .await
-        .unwrap();
+    let later = evaluate(&app.pool, &rules, "2026-06-10T09:00:00Z").await;
     assert!(later.raised.is_empty(), "{later:?}");
 
     // The fix: a (late) SUCCESS for the date.
     execution(&app.pool, "2026-06-09", "SUCCESS", "1 minute").await;
-    let report = evaluate_at(&app.pool, &rules, instant("2026-06-10T09:01:00Z"))
-        .await
-        .unwrap();
-    assert_eq!(report.resolved.len(), 1, "{report:?}");
-    assert_eq!(report.resolved[0].id, alert.id);
-    assert!(report.raised.is_empty(), "{report:?}");
+    let report = evaluate(&app.pool, &rules, "2026-06-10T09:01:00Z").await;
+    assert_resolved_only(&report, alert.id);
 }
 
 #[tokio::test]
 async fn expected_dates_start_at_the_start_date_and_skip_settled_ones() {
     let app = spawn_app().await;
-    let mut rules = rules(false);
-    rules.settle_start_date = Some(date("2026-06-07"));
+    let rules = rules_from("2026-06-07");
     registered_at(&app.pool, "2026-01-01T00:00:00Z").await;
     execution(&app.pool, "2026-06-08", "SUCCESS", "1 day").await;
 
-    let report = evaluate_at(&app.pool, &rules, instant("2026-06-10T04:00:00Z"))
-        .await
-        .unwrap();
+    let report = evaluate(&app.pool, &rules, "2026-06-10T04:00:00Z").await;
     let mut missed: Vec<_> = report.raised.iter().map(|a| (a.kind, a.business_date)).collect();
     missed.sort();
     assert_eq!(
@@ -86,9 +74,7 @@ async fn a_date_that_ran_and_failed_is_missed_as_well_as_failed() {
     registered_at(&app.pool, "2026-06-09T12:00:00Z").await;
     execution(&app.pool, "2026-06-09", "FAILED", "10 minutes").await;
 
-    let report = evaluate_at(&app.pool, &rules, instant("2026-06-10T04:00:00Z"))
-        .await
-        .unwrap();
+    let report = evaluate(&app.pool, &rules, "2026-06-10T04:00:00Z").await;
     let mut kinds: Vec<_> = report.raised.iter().map(|a| a.kind).collect();
     kinds.sort();
     assert_eq!(kinds, [AlertKind::Failed, AlertKind::Missed]);
@@ -100,41 +86,32 @@ async fn a_date_that_ran_and_failed_is_missed_as_well_as_failed() {
     );
 
     execution(&app.pool, "2026-06-09", "SUCCESS", "1 minute").await;
-    let report = evaluate_at(&app.pool, &rules, instant("2026-06-10T05:00:00Z"))
-        .await
-        .unwrap();
+    let report = evaluate(&app.pool, &rules, "2026-06-10T05:00:00Z").await;
     assert_eq!(report.resolved.len(), 2, "{report:?}");
 }
 
 #[tokio::test]
 async fn nothing_is_missed_before_the_job_is_registered() {
     let app = spawn_app().await;
-    let report = evaluate_at(&app.pool, &rules(false), instant("2026-06-10T04:00:00Z"))
-        .await
-        .unwrap();
+    let report = evaluate(&app.pool, &rules(false), "2026-06-10T04:00:00Z").await;
     assert!(report.raised.is_empty(), "{report:?}");
     // Slots before the registration expect nothing either.
     registered_at(&app.pool, "2026-06-10T02:00:00Z").await;
-    let report = evaluate_at(&app.pool, &rules(false), instant("2026-06-10T04:00:00Z"))
-        .await
-        .unwrap();
+    let report = evaluate(&app.pool, &rules(false), "2026-06-10T04:00:00Z").await;
     assert!(report.raised.is_empty(), "{report:?}");
 }
 
 #[tokio::test]
 async fn a_gap_behind_later_successes_raises_however_old_it_is() {
     let app = spawn_app().await;
-    let mut rules = rules(false);
-    rules.settle_start_date = Some(date("2025-01-01"));
+    let rules = rules_from("2025-01-01");
     registered_at(&app.pool, "2025-01-01T00:00:00Z").await;
     // Settled every night for a year and a half, except three dates in March 2025 (a failure
     // nobody retried), some 450 slots ago.
     successes(&app.pool, "2025-01-01", "2025-03-09").await;
     successes(&app.pool, "2025-03-13", "2026-06-09").await;
 
-    let report = evaluate_at(&app.pool, &rules, instant("2026-06-10T03:00:01Z"))
-        .await
-        .unwrap();
+    let report = evaluate(&app.pool, &rules, "2026-06-10T03:00:01Z").await;
     let raised: Vec<_> = report.raised.iter().map(|a| (a.kind, a.business_date)).collect();
     assert_eq!(
         raised,
@@ -153,9 +130,7 @@ async fn a_gap_behind_later_successes_raises_however_old_it_is() {
 
     // The next run fills one of them: that alert resolves, the others stay.
     execution(&app.pool, "2025-03-11", "SUCCESS", "1 minute").await;
-    let report = evaluate_at(&app.pool, &rules, instant("2026-06-10T04:00:00Z"))
-        .await
-        .unwrap();
+    let report = evaluate(&app.pool, &rules, "2026-06-10T04:00:00Z").await;
     let resolved: Vec<_> = report.resolved.iter().map(|a| a.business_date).collect();
     assert_eq!(resolved, [date("2025-03-11")]);
     assert!(report.raised.is_empty(), "{report:?}");
@@ -177,9 +152,7 @@ async fn dates_skipped_by_an_operators_later_run_raise_until_they_are_settled() 
     execution(&app.pool, "2026-06-25", "SUCCESS", "1 minute").await;
     registered_at(&app.pool, "2026-06-27T12:00:00Z").await;
 
-    let report = evaluate_at(&app.pool, &rules, instant("2026-06-30T03:00:01Z"))
-        .await
-        .unwrap();
+    let report = evaluate(&app.pool, &rules, "2026-06-30T03:00:01Z").await;
     assert!(report.raised.iter().all(|a| a.kind == AlertKind::Missed), "{report:?}");
     let mut expected = days("2026-06-11", "2026-06-24");
     expected.extend(days("2026-06-26", "2026-06-29"));
@@ -198,9 +171,7 @@ async fn dates_skipped_by_an_operators_later_run_raise_until_they_are_settled() 
 
     // The next run fills the gap (oldest first): those alerts resolve; the later dates stay.
     successes(&app.pool, "2026-06-11", "2026-06-24").await;
-    let report = evaluate_at(&app.pool, &rules, instant("2026-06-30T04:00:00Z"))
-        .await
-        .unwrap();
+    let report = evaluate(&app.pool, &rules, "2026-06-30T04:00:00Z").await;
     let resolved: Vec<_> = report.resolved.iter().map(|a| a.business_date).collect();
     assert_eq!(resolved, days("2026-06-11", "2026-06-24"));
     assert!(report.raised.is_empty(), "{report:?}");
@@ -240,13 +211,12 @@ async fn the_recorded_start_date_is_expected_from_when_none_is_configured() {
 #[tokio::test]
 async fn an_old_start_date_at_the_first_deployment_raises_only_after_the_grace_and_in_batches() {
     let app = spawn_app().await;
-    let mut rules = rules(false);
-    rules.settle_start_date = Some(date("2026-01-01"));
+    let rules = rules_from("2026-01-01");
     registered_at(&app.pool, "2026-06-10T10:00:00Z").await;
 
     // The first start's catch-up has the grace to settle five months: no alert meanwhile.
     for at in ["2026-06-10T10:00:00Z", "2026-06-10T10:59:59Z"] {
-        let report = evaluate_at(&app.pool, &rules, instant(at)).await.unwrap();
+        let report = evaluate(&app.pool, &rules, at).await;
         assert!(report.raised.is_empty(), "{at}: {report:?}");
     }
 
@@ -276,9 +246,7 @@ async fn a_command_that_records_the_start_date_does_not_deploy_the_job() {
     let app = spawn_app().await;
     recorded_start(&app.pool, "2026-01-01").await;
     assert_eq!(first_seen_at(&app).await, None);
-    let report = evaluate_at(&app.pool, &rules(false), instant("2026-06-10T04:00:00Z"))
-        .await
-        .unwrap();
+    let report = evaluate(&app.pool, &rules(false), "2026-06-10T04:00:00Z").await;
     assert!(report.raised.is_empty(), "{report:?}");
 
     register(&app.pool, SETTLE_FINES.as_str()).await.unwrap();

@@ -2,7 +2,7 @@
 
 use finesettle::alerts::{AlertKind, AlertState, evaluate_once};
 
-use crate::alerts::support::{alerts, count, date, execution, finish, rules};
+use crate::alerts::support::{alerts, assert_resolved_only, count, date, execution, finish, rules};
 use crate::common::spawn_app;
 
 #[tokio::test]
@@ -73,9 +73,7 @@ async fn timeout_is_raised_past_the_job_timeout_and_resolved_when_the_run_ends()
     assert!(evaluate_once(&app.pool, &rules).await.unwrap().resolved.is_empty());
     finish(&app.pool, stuck, "SUCCESS").await;
     let report = evaluate_once(&app.pool, &rules).await.unwrap();
-    assert_eq!(report.resolved.len(), 1, "{report:?}");
-    assert_eq!(report.resolved[0].id, alert.id);
-    assert!(report.raised.is_empty(), "{report:?}");
+    assert_resolved_only(&report, alert.id);
 }
 
 #[tokio::test]

@@ -8,7 +8,8 @@ use axum::http::{HeaderMap, StatusCode};
 use chrono::NaiveDate;
 use finesettle::alerts::conditions::ClockSkewLimits;
 use finesettle::alerts::{
-    AlertRules, CLOCK_MEASUREMENT_STALE_AFTER, DEFAULT_MAX_MISSED_PER_EVALUATION, DeliveryPolicy, SETTLE_FINES, Webhook,
+    AlertRules, CLOCK_MEASUREMENT_STALE_AFTER, DEFAULT_MAX_MISSED_PER_EVALUATION, DeliveryPolicy, EvaluationReport,
+    SETTLE_FINES, Webhook, evaluate_at,
 };
 use finesettle::schedule::CronSchedule;
 use serde_json::Value;
@@ -34,6 +35,26 @@ pub fn rules(webhook_enabled: bool) -> AlertRules {
         },
         webhook_enabled,
     }
+}
+
+/// [`rules`] without the webhook, with the job's start date set to `start_date`.
+pub fn rules_from(start_date: &str) -> AlertRules {
+    let mut rules = rules(false);
+    rules.settle_start_date = Some(date(start_date));
+    rules
+}
+
+/// Asserts that `report` resolved exactly the alert `alert_id` and raised nothing.
+#[track_caller]
+pub fn assert_resolved_only(report: &EvaluationReport, alert_id: i64) {
+    assert_eq!(report.resolved.len(), 1, "{report:?}");
+    assert_eq!(report.resolved[0].id, alert_id);
+    assert!(report.raised.is_empty(), "{report:?}");
+}
+
+/// Evaluates `rules` at the RFC 3339 instant `at`, which must succeed.
+pub async fn evaluate(pool: &PgPool, rules: &AlertRules, at: &str) -> EvaluationReport {
+    evaluate_at(pool, rules, instant(at)).await.unwrap()
 }
 
 /// An execution of `settle-fines` for `business_date` that started `started_ago` (an SQL

@@ -1,4 +1,3 @@
-use reqwest::Method;
 use serde_json::json;
 
 use crate::common::{LIBRARIAN_TOKEN, READER_TOKEN, spawn_app};
@@ -6,14 +5,8 @@ use crate::common::{LIBRARIAN_TOKEN, READER_TOKEN, spawn_app};
 #[tokio::test]
 async fn create_then_get_a_book_with_a_normalised_isbn() {
     let app = spawn_app().await;
-    let reply = app
-        .request(
-            Method::POST,
-            "/api/v1/books",
-            Some(LIBRARIAN_TOKEN),
-            Some(json!({"title": "  The Art of Computer Programming ", "isbn": "978-0-306 40615-7"})),
-        )
-        .await;
+    let body = json!({"title": "  The Art of Computer Programming ", "isbn": "978-0-306 40615-7"});
+    let reply = app.post_as("/api/v1/books", Some(LIBRARIAN_TOKEN), body).await;
     let book = reply.ok(201);
     assert_eq!(book["title"], "The Art of Computer Programming");
     assert_eq!(book["isbn"], "9780306406157");
@@ -21,9 +14,7 @@ async fn create_then_get_a_book_with_a_normalised_isbn() {
     let id = book["id"].as_i64().unwrap();
     assert_eq!(reply.headers["location"], format!("/api/v1/books/{id}").as_str());
 
-    let fetched = app
-        .request(Method::GET, &format!("/api/v1/books/{id}"), Some(READER_TOKEN), None)
-        .await;
+    let fetched = app.get_as(&format!("/api/v1/books/{id}"), Some(READER_TOKEN)).await;
     assert_eq!(fetched.ok(200)["isbn"], "9780306406157");
     assert!(fetched.body["created_at"].as_str().unwrap().ends_with('Z'));
 }
@@ -58,8 +49,7 @@ async fn invalid_fields_are_named_and_nothing_is_written() {
         (json!({"isbn": "9780306406157"}), vec!["title"]),
     ];
     for (body, expected) in cases {
-        let mut fields = app.post("/api/v1/books", body.clone()).await.invalid_fields();
-        fields.sort();
+        let fields = app.post("/api/v1/books", body.clone()).await.sorted_invalid_fields();
         assert_eq!(fields, expected, "{body}");
     }
     assert_eq!(app.row_counts().await, before);
@@ -73,43 +63,18 @@ async fn invalid_fields_are_named_and_nothing_is_written() {
 async fn malformed_bodies_unknown_fields_and_bad_tokens_are_refused() {
     let app = spawn_app().await;
     let before = app.row_counts().await;
-    app.send_raw(
-        Method::POST,
-        "/api/v1/books",
-        LIBRARIAN_TOKEN,
-        "application/json",
-        "{\"title\": ",
-    )
-    .await
-    .problem(400);
-    app.send_raw(
-        Method::POST,
-        "/api/v1/books",
-        LIBRARIAN_TOKEN,
-        "text/plain",
-        "{\"title\": \"T\"}",
-    )
-    .await
-    .problem(415);
+    app.assert_bad_bodies_refused("/api/v1/books", "{\"title\": ", "{\"title\": \"T\"}")
+        .await;
     let reply = app
         .post("/api/v1/books", json!({"title": "T", "author": "Knuth"}))
         .await;
     reply.problem(422);
-    let reply = app
-        .request(
-            Method::POST,
-            "/api/v1/books",
-            Some(READER_TOKEN),
-            Some(json!({"title": "T"})),
-        )
-        .await;
-    assert_eq!(reply.problem(403)["code"], "forbidden");
-    app.request(Method::POST, "/api/v1/books", None, Some(json!({"title": "T"})))
-        .await
-        .problem(401);
-    app.request(Method::GET, "/api/v1/books", Some("wrong-token-0123456789"), None)
-        .await
-        .problem(401);
+    let reader = app.post_as("/api/v1/books", Some(READER_TOKEN), json!({"title": "T"}));
+    reader.await.problem_code(403, "forbidden");
+    let missing = app.post_as("/api/v1/books", None, json!({"title": "T"}));
+    missing.await.problem(401);
+    let wrong = app.get_as("/api/v1/books", Some("wrong-token-0123456789"));
+    wrong.await.problem(401);
     assert_eq!(app.row_counts().await, before);
 }
 
@@ -130,7 +95,7 @@ async fn on_loan_follows_the_open_loan() {
 #[tokio::test]
 async fn unknown_and_malformed_ids() {
     let app = spawn_app().await;
-    assert_eq!(app.get("/api/v1/books/999999").await.problem(404)["code"], "not_found");
+    app.get("/api/v1/books/999999").await.problem_code(404, "not_found");
     app.get("/api/v1/books/abc").await.problem(400);
     app.get("/api/v1/books/99999999999999999999").await.problem(400);
 }

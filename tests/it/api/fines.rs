@@ -1,7 +1,6 @@
 //! `/api/v1/fines`: list, get, void. Loans and fines are inserted with SQL (see
 //! `common::fixtures`), as the loans API and the settlement job would create them.
 
-use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::common::fixtures::{
@@ -9,31 +8,30 @@ use crate::common::fixtures::{
 };
 use crate::common::{LIBRARIAN_TOKEN, READER_TOKEN, TestApp, spawn_app};
 
-async fn member(app: &TestApp, name: &str) -> i64 {
-    let email = format!("{}@example.org", name.to_lowercase());
-    app.create_member(name, &email).await["id"].as_i64().unwrap()
-}
-
 /// A loan of a new book to `member_id`, due on 2026-03-10.
 async fn lend(app: &TestApp, member_id: i64) -> i64 {
     let book = insert_book(&app.pool, "The Art of Computer Programming").await;
     insert_loan(&app.pool, member_id, book, date("2026-03-01"), date("2026-03-10")).await
 }
 
-async fn void(app: &TestApp, fine_id: i64, reason: &str) -> crate::common::Reply {
-    app.request(
-        Method::POST,
-        &format!("/api/v1/fines/{fine_id}/void"),
-        Some(LIBRARIAN_TOKEN),
-        Some(json!({ "reason": reason })),
-    )
-    .await
+/// A fresh app where Ada has one loan (see [`lend`]) with a March 2026 fine of `overdue_days`,
+/// `amount_cents` and `status`: (app, Ada's id, the loan's id, the fine's id).
+async fn ada_fined(overdue_days: i32, amount_cents: i64, status: &str) -> (TestApp, i64, i64, i64) {
+    let app = spawn_app().await;
+    let ada = app.member_id("Ada").await;
+    let loan = lend(&app, ada).await;
+    let fine = insert_fine(&app.pool, loan, date("2026-03-01"), overdue_days, amount_cents, status).await;
+    (app, ada, loan, fine)
 }
 
-/// The member's `balance_cents` as the API reports it.
-async fn balance(app: &TestApp, member_id: i64) -> i64 {
-    let reply = app.get(&format!("/api/v1/members/{member_id}")).await;
-    reply.ok(200)["balance_cents"].as_i64().unwrap()
+async fn void(app: &TestApp, fine_id: i64, reason: &str) -> crate::common::Reply {
+    let path = format!("/api/v1/fines/{fine_id}/void");
+    app.post_as(&path, Some(LIBRARIAN_TOKEN), json!({ "reason": reason }))
+        .await
+}
+
+async fn get_fine(app: &TestApp, fine_id: i64) -> crate::common::Reply {
+    app.get(&format!("/api/v1/fines/{fine_id}")).await
 }
 
 fn ids(page: &Value) -> Vec<i64> {
@@ -47,14 +45,9 @@ fn ids(page: &Value) -> Vec<i64> {
 
 #[tokio::test]
 async fn a_fine_is_read_with_every_field() {
-    let app = spawn_app().await;
-    let ada = member(&app, "Ada").await;
-    let loan = lend(&app, ada).await;
-    let fine = insert_fine(&app.pool, loan, date("2026-03-01"), 21, 1050, "SETTLED").await;
+    let (app, ada, loan, fine) = ada_fined(21, 1050, "SETTLED").await;
 
-    let reply = app
-        .request(Method::GET, &format!("/api/v1/fines/{fine}"), Some(READER_TOKEN), None)
-        .await;
+    let reply = app.get_as(&format!("/api/v1/fines/{fine}"), Some(READER_TOKEN)).await;
     let body = reply.ok(200);
     assert_eq!(body["id"], fine);
     assert_eq!(body["loan_id"], loan);
@@ -72,25 +65,23 @@ async fn a_fine_is_read_with_every_field() {
 #[tokio::test]
 async fn unknown_and_malformed_fine_ids() {
     let app = spawn_app().await;
-    assert_eq!(app.get("/api/v1/fines/999999").await.problem(404)["code"], "not_found");
+    get_fine(&app, 999_999).await.problem_code(404, "not_found");
     app.get("/api/v1/fines/abc").await.problem(400);
     let before = app.row_counts().await;
-    assert_eq!(void(&app, 999_999, "typo").await.problem(404)["code"], "not_found");
-    app.request(
-        Method::POST,
+    void(&app, 999_999, "typo").await.problem_code(404, "not_found");
+    let malformed = app.post_as(
         "/api/v1/fines/abc/void",
         Some(LIBRARIAN_TOKEN),
-        Some(json!({"reason": "typo"})),
-    )
-    .await
-    .problem(400);
+        json!({"reason": "typo"}),
+    );
+    malformed.await.problem(400);
     assert_eq!(app.row_counts().await, before);
 }
 
 #[tokio::test]
 async fn fines_are_filtered_by_member_loan_status_and_month() {
     let app = spawn_app().await;
-    let (ada, bob) = (member(&app, "Ada").await, member(&app, "Bob").await);
+    let (ada, bob) = (app.member_id("Ada").await, app.member_id("Bob").await);
     let (ada_loan, ada_other_loan, bob_loan) = (lend(&app, ada).await, lend(&app, ada).await, lend(&app, bob).await);
     let march = date("2026-03-01");
     let april = date("2026-04-01");
@@ -127,7 +118,7 @@ async fn fines_are_filtered_by_member_loan_status_and_month() {
 #[tokio::test]
 async fn fines_are_paginated_with_filters_kept() {
     let app = spawn_app().await;
-    let (ada, bob) = (member(&app, "Ada").await, member(&app, "Bob").await);
+    let (ada, bob) = (app.member_id("Ada").await, app.member_id("Bob").await);
     let mut ada_fines = Vec::new();
     for _ in 0..5 {
         let loan = lend(&app, ada).await;
@@ -180,21 +171,14 @@ async fn list_filters_are_validated() {
 #[tokio::test]
 async fn reads_need_a_token_and_any_role_may_read() {
     let app = spawn_app().await;
-    app.request(Method::GET, "/api/v1/fines", None, None).await.problem(401);
-    app.request(Method::GET, "/api/v1/fines", Some("not-a-real-token"), None)
-        .await
-        .problem(401);
-    app.request(Method::GET, "/api/v1/fines", Some(READER_TOKEN), None)
-        .await
-        .ok(200);
+    app.get_as("/api/v1/fines", None).await.problem(401);
+    app.get_as("/api/v1/fines", Some("not-a-real-token")).await.problem(401);
+    app.get_as("/api/v1/fines", Some(READER_TOKEN)).await.ok(200);
 }
 
 #[tokio::test]
 async fn voiding_a_pending_fine_posts_nothing() {
-    let app = spawn_app().await;
-    let ada = member(&app, "Ada").await;
-    let loan = lend(&app, ada).await;
-    let fine = insert_fine(&app.pool, loan, date("2026-03-01"), 4, 200, "PENDING").await;
+    let (app, ada, _, fine) = ada_fined(4, 200, "PENDING").await;
     let before = app.row_counts().await;
 
     let reply = void(&app, fine, "  returned the book on time, scanner fault  ").await;
@@ -207,7 +191,7 @@ async fn voiding_a_pending_fine_posts_nothing() {
     assert_eq!(body["amount_cents"], 200, "the amount stays as history");
     assert_eq!(body["fencing_token"], FIXTURE_FENCING_TOKEN);
 
-    assert_eq!(app.get(&format!("/api/v1/fines/{fine}")).await.ok(200), body);
+    assert_eq!(get_fine(&app, fine).await.ok(200), body);
     assert_eq!(
         app.row_counts().await,
         before,
@@ -218,12 +202,9 @@ async fn voiding_a_pending_fine_posts_nothing() {
 
 #[tokio::test]
 async fn voiding_a_settled_fine_posts_one_reversal_and_lowers_the_balance() {
-    let app = spawn_app().await;
-    let ada = member(&app, "Ada").await;
-    let loan = lend(&app, ada).await;
-    let kept = insert_fine(&app.pool, loan, date("2026-03-01"), 21, 1050, "SETTLED").await;
+    let (app, ada, loan, kept) = ada_fined(21, 1050, "SETTLED").await;
     let voided = insert_fine(&app.pool, loan, date("2026-04-01"), 6, 300, "SETTLED").await;
-    assert_eq!(balance(&app, ada).await, 1350);
+    assert_eq!(app.balance(ada).await, 1350);
 
     let reply = void(&app, voided, "waived by the head librarian").await;
     assert_eq!(reply.ok(200)["status"], "VOID");
@@ -231,7 +212,7 @@ async fn voiding_a_settled_fine_posts_one_reversal_and_lowers_the_balance() {
 
     assert_eq!(ledger_entries_of_fine(&app.pool, voided, "REVERSAL").await, 1);
     assert_eq!(ledger_entries_of_fine(&app.pool, kept, "REVERSAL").await, 0);
-    assert_eq!(balance(&app, ada).await, 1050);
+    assert_eq!(app.balance(ada).await, 1050);
     assert_eq!(ledger_sum(&app.pool, ada).await, 1050);
     let ledger = app.get(&format!("/api/v1/members/{ada}/ledger")).await;
     let reversal = &ledger.ok(200)["items"][2];
@@ -242,43 +223,35 @@ async fn voiding_a_settled_fine_posts_one_reversal_and_lowers_the_balance() {
 
 #[tokio::test]
 async fn voiding_twice_is_409_and_posts_nothing() {
-    let app = spawn_app().await;
-    let ada = member(&app, "Ada").await;
-    let loan = lend(&app, ada).await;
-    let fine = insert_fine(&app.pool, loan, date("2026-03-01"), 21, 1050, "SETTLED").await;
+    let (app, _, loan, fine) = ada_fined(21, 1050, "SETTLED").await;
     let first = void(&app, fine, "waived").await;
     let voided = first.ok(200).clone();
     let before = app.row_counts().await;
 
     let again = void(&app, fine, "waived again").await;
-    assert_eq!(again.problem(409)["code"], "fine_already_void");
+    again.problem_code(409, "fine_already_void");
     assert_eq!(app.row_counts().await, before);
     assert_eq!(ledger_entries_of_fine(&app.pool, fine, "REVERSAL").await, 1);
-    assert_eq!(app.get(&format!("/api/v1/fines/{fine}")).await.ok(200), &voided);
+    assert_eq!(get_fine(&app, fine).await.ok(200), &voided);
 
     // A fine that was voided before it was ever settled is just as final.
     let pending_then_void = insert_fine(&app.pool, loan, date("2026-04-01"), 3, 150, "VOID").await;
     let before = app.row_counts().await;
-    assert_eq!(
-        void(&app, pending_then_void, "again").await.problem(409)["code"],
-        "fine_already_void"
-    );
+    let again = void(&app, pending_then_void, "again").await;
+    again.problem_code(409, "fine_already_void");
     assert_eq!(app.row_counts().await, before);
 }
 
 #[tokio::test]
 async fn concurrent_voids_succeed_once_and_post_exactly_one_reversal() {
-    let app = spawn_app().await;
-    let ada = member(&app, "Ada").await;
-    let loan = lend(&app, ada).await;
-    let fine = insert_fine(&app.pool, loan, date("2026-03-01"), 21, 1050, "SETTLED").await;
+    let (app, ada, _, fine) = ada_fined(21, 1050, "SETTLED").await;
 
     let (a, b) = tokio::join!(void(&app, fine, "first desk"), void(&app, fine, "second desk"));
     let mut statuses = [a.status.as_u16(), b.status.as_u16()];
     statuses.sort_unstable();
     assert_eq!(statuses, [200, 409], "a: {}, b: {}", a.body, b.body);
     let loser = if a.status == 409 { &a } else { &b };
-    assert_eq!(loser.problem(409)["code"], "fine_already_void");
+    loser.problem_code(409, "fine_already_void");
 
     assert_eq!(ledger_entries_of_fine(&app.pool, fine, "REVERSAL").await, 1);
     assert_eq!(ledger_sum(&app.pool, ada).await, 0);
@@ -286,12 +259,9 @@ async fn concurrent_voids_succeed_once_and_post_exactly_one_reversal() {
 
 #[tokio::test]
 async fn void_requests_are_validated_and_change_nothing() {
-    let app = spawn_app().await;
-    let ada = member(&app, "Ada").await;
-    let loan = lend(&app, ada).await;
-    let fine = insert_fine(&app.pool, loan, date("2026-03-01"), 21, 1050, "SETTLED").await;
+    let (app, _, _, fine) = ada_fined(21, 1050, "SETTLED").await;
     let path = format!("/api/v1/fines/{fine}/void");
-    let fine_before = app.get(&format!("/api/v1/fines/{fine}")).await.ok(200).clone();
+    let fine_before = get_fine(&app, fine).await.ok(200).clone();
     let before = app.row_counts().await;
 
     for body in [
@@ -304,46 +274,19 @@ async fn void_requests_are_validated_and_change_nothing() {
         json!({}),
         json!({"reason": "ok", "amount_cents": 0}),
     ] {
-        let reply = app
-            .request(Method::POST, &path, Some(LIBRARIAN_TOKEN), Some(body.clone()))
-            .await;
+        let reply = app.post_as(&path, Some(LIBRARIAN_TOKEN), body.clone()).await;
         let fields = reply.invalid_fields();
         assert!(!fields.is_empty(), "{body}: {}", reply.body);
     }
-    assert_eq!(
-        app.request(Method::POST, &path, Some(LIBRARIAN_TOKEN), Some(json!({"reason": ""})))
-            .await
-            .invalid_fields(),
-        ["reason"]
-    );
-    app.send_raw(
-        Method::POST,
-        &path,
-        LIBRARIAN_TOKEN,
-        "application/json",
-        "{\"reason\": ",
-    )
-    .await
-    .problem(400);
-    app.send_raw(Method::POST, &path, LIBRARIAN_TOKEN, "text/plain", "waived")
-        .await
-        .problem(415);
-    let missing = app
-        .request(Method::POST, &path, None, Some(json!({"reason": "waived"})))
-        .await;
-    missing.problem(401);
-    let reader = app
-        .request(
-            Method::POST,
-            &path,
-            Some(READER_TOKEN),
-            Some(json!({"reason": "waived"})),
-        )
-        .await;
-    assert_eq!(reader.problem(403)["code"], "forbidden");
+    let empty = app.post_as(&path, Some(LIBRARIAN_TOKEN), json!({"reason": ""})).await;
+    assert_eq!(empty.invalid_fields(), ["reason"]);
+    app.assert_bad_bodies_refused(&path, "{\"reason\": ", "waived").await;
+    app.post_as(&path, None, json!({"reason": "waived"})).await.problem(401);
+    let reader = app.post_as(&path, Some(READER_TOKEN), json!({"reason": "waived"}));
+    reader.await.problem_code(403, "forbidden");
 
     assert_eq!(app.row_counts().await, before);
-    assert_eq!(app.get(&format!("/api/v1/fines/{fine}")).await.ok(200), &fine_before);
+    assert_eq!(get_fine(&app, fine).await.ok(200), &fine_before);
     assert_eq!(ledger_entries_of_fine(&app.pool, fine, "REVERSAL").await, 0);
 
     // The bounds themselves are accepted: 500 characters, counted as characters, not bytes.

@@ -158,9 +158,8 @@ async fn runs_and_backfills_refuse_dates_that_have_not_ended_and_bad_bodies() {
             .invalid_fields(),
         ["to"]
     );
-    app.send_raw(Method::POST, &runs, crate::common::ADMIN_TOKEN, "application/json", "{")
-        .await
-        .problem(400);
+    let malformed = app.send_raw(Method::POST, &runs, crate::common::ADMIN_TOKEN, "application/json", "{");
+    malformed.await.problem(400);
     app.post("/api/v1/jobs/nope/runs", json!({ "business_date": yesterday }))
         .await
         .problem(404);
@@ -202,20 +201,13 @@ async fn a_backfill_settles_each_date_with_its_own_execution() {
 async fn jobs_and_locks_need_the_admin_role() {
     let app = spawn_app().await;
     for path in ["/api/v1/jobs", JOB, "/api/v1/locks"] {
-        app.request(Method::GET, path, Some(LIBRARIAN_TOKEN), None)
-            .await
-            .problem(403);
+        app.get_as(path, Some(LIBRARIAN_TOKEN)).await.problem(403);
     }
     let before = app.row_counts().await;
     let date = yesterday(&app).await;
-    app.request(
-        Method::POST,
-        &format!("{JOB}/runs"),
-        Some(LIBRARIAN_TOKEN),
-        Some(json!({ "business_date": date })),
-    )
-    .await
-    .problem(403);
+    let runs = format!("{JOB}/runs");
+    let run = app.post_as(&runs, Some(LIBRARIAN_TOKEN), json!({ "business_date": date }));
+    run.await.problem(403);
     assert_eq!(app.row_counts().await, before);
 }
 

@@ -1,38 +1,33 @@
 //! `/api/v1/members/{id}/ledger` and `/api/v1/members/{id}/payments`: the member's account.
 
-use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::common::fixtures::{date, insert_book, insert_fine, insert_loan, ledger_sum};
 use crate::common::{LIBRARIAN_TOKEN, READER_TOKEN, TestApp, spawn_app};
 
-async fn member(app: &TestApp, name: &str) -> i64 {
-    let email = format!("{}@example.org", name.to_lowercase());
-    app.create_member(name, &email).await["id"].as_i64().unwrap()
-}
-
 /// A member owing `amount_cents` through one settled fine (its CHARGE).
 async fn member_owing(app: &TestApp, name: &str, amount_cents: i64) -> (i64, i64) {
-    let id = member(app, name).await;
+    let id = app.member_id(name).await;
     let book = insert_book(&app.pool, "Structure and Interpretation of Computer Programs").await;
     let loan = insert_loan(&app.pool, id, book, date("2026-03-01"), date("2026-03-10")).await;
     let fine = insert_fine(&app.pool, loan, date("2026-03-01"), 21, amount_cents, "SETTLED").await;
     (id, fine)
 }
 
-async fn pay(app: &TestApp, member_id: i64, body: Value) -> crate::common::Reply {
-    app.request(
-        Method::POST,
-        &format!("/api/v1/members/{member_id}/payments"),
-        Some(LIBRARIAN_TOKEN),
-        Some(body),
-    )
-    .await
+fn payments(member_id: i64) -> String {
+    format!("/api/v1/members/{member_id}/payments")
 }
 
-async fn balance(app: &TestApp, member_id: i64) -> i64 {
-    let reply = app.get(&format!("/api/v1/members/{member_id}")).await;
-    reply.ok(200)["balance_cents"].as_i64().unwrap()
+async fn pay(app: &TestApp, member_id: i64, body: Value) -> crate::common::Reply {
+    app.post_as(&payments(member_id), Some(LIBRARIAN_TOKEN), body).await
+}
+
+/// A fresh app with Ada, who owes nothing: (app, Ada's id, her payments path, a payment body of
+/// `amount_cents`).
+async fn ada_paying(amount_cents: i64) -> (TestApp, i64, String, Value) {
+    let app = spawn_app().await;
+    let ada = app.member_id("Ada").await;
+    (app, ada, payments(ada), json!({ "amount_cents": amount_cents }))
 }
 
 async fn payment_count(app: &TestApp, member_id: i64) -> i64 {
@@ -57,7 +52,7 @@ async fn a_payment_posts_a_negative_entry_and_answers_the_new_balance() {
     assert_eq!(entry["amount_cents"], -400);
     assert!(entry["created_at"].as_str().unwrap().ends_with('Z'));
     assert_eq!(entry["balance_cents"], 650);
-    assert_eq!(balance(&app, ada).await, 650);
+    assert_eq!(app.balance(ada).await, 650);
 
     // Paying off exactly, then overpaying: the balance becomes a credit.
     assert_eq!(
@@ -68,14 +63,14 @@ async fn a_payment_posts_a_negative_entry_and_answers_the_new_balance() {
         pay(&app, ada, json!({"amount_cents": 1})).await.ok(201)["balance_cents"],
         -1
     );
-    assert_eq!(balance(&app, ada).await, -1);
+    assert_eq!(app.balance(ada).await, -1);
     assert_eq!(ledger_sum(&app.pool, ada).await, -1);
 
     // A member who owes nothing may pay in advance; the largest amount is accepted.
-    let bob = member(&app, "Bob").await;
+    let bob = app.member_id("Bob").await;
     let reply = pay(&app, bob, json!({"amount_cents": 10_000_000_000_i64})).await;
     assert_eq!(reply.ok(201)["balance_cents"], -10_000_000_000_i64);
-    assert_eq!(balance(&app, ada).await, -1, "another member's payment is not Ada's");
+    assert_eq!(app.balance(ada).await, -1, "another member's payment is not Ada's");
 }
 
 #[tokio::test]
@@ -87,12 +82,7 @@ async fn the_ledger_lists_a_members_entries_oldest_first() {
     pay(&app, bob, json!({"amount_cents": 70})).await.ok(201);
 
     let reply = app
-        .request(
-            Method::GET,
-            &format!("/api/v1/members/{ada}/ledger"),
-            Some(READER_TOKEN),
-            None,
-        )
+        .get_as(&format!("/api/v1/members/{ada}/ledger"), Some(READER_TOKEN))
         .await;
     let page = reply.ok(200);
     let items = page["items"].as_array().unwrap();
@@ -106,9 +96,9 @@ async fn the_ledger_lists_a_members_entries_oldest_first() {
     assert_eq!(items[1]["amount_cents"], -50);
     assert!(page["next_cursor"].is_null());
     let sum: i64 = items.iter().map(|e| e["amount_cents"].as_i64().unwrap()).sum();
-    assert_eq!(sum, balance(&app, ada).await, "the balance is the sum of the ledger");
+    assert_eq!(sum, app.balance(ada).await, "the balance is the sum of the ledger");
 
-    let carol = member(&app, "Carol").await;
+    let carol = app.member_id("Carol").await;
     let empty = app.get(&format!("/api/v1/members/{carol}/ledger")).await;
     assert_eq!(empty.ok(200)["items"], json!([]));
     assert!(empty.body["next_cursor"].is_null());
@@ -117,7 +107,7 @@ async fn the_ledger_lists_a_members_entries_oldest_first() {
 #[tokio::test]
 async fn the_ledger_is_paginated() {
     let app = spawn_app().await;
-    let ada = member(&app, "Ada").await;
+    let ada = app.member_id("Ada").await;
     let mut posted = Vec::new();
     for amount in 1..=5 {
         posted.push(pay(&app, ada, json!({"amount_cents": amount})).await.ok(201)["id"].clone());
@@ -160,9 +150,9 @@ async fn the_ledger_is_paginated() {
 #[tokio::test]
 async fn a_cursor_past_a_members_last_entry_is_an_empty_page() {
     let app = spawn_app().await;
-    let bob = member(&app, "Bob").await;
+    let bob = app.member_id("Bob").await;
     pay(&app, bob, json!({"amount_cents": 10})).await.ok(201);
-    let ada = member(&app, "Ada").await;
+    let ada = app.member_id("Ada").await;
     pay(&app, ada, json!({"amount_cents": 20})).await.ok(201);
     pay(&app, ada, json!({"amount_cents": 30})).await.ok(201);
     // A cursor after Ada's first entry, later than every entry of Bob's.
@@ -179,21 +169,17 @@ async fn a_cursor_past_a_members_last_entry_is_an_empty_page() {
 #[tokio::test]
 async fn the_ledger_of_an_unknown_member_is_404() {
     let app = spawn_app().await;
-    assert_eq!(
-        app.get("/api/v1/members/999999/ledger").await.problem(404)["code"],
-        "not_found"
-    );
+    let unknown = app.get("/api/v1/members/999999/ledger").await;
+    unknown.problem_code(404, "not_found");
     app.get("/api/v1/members/abc/ledger").await.problem(400);
-    app.request(Method::GET, "/api/v1/members/1/ledger", None, None)
-        .await
-        .problem(401);
+    app.get_as("/api/v1/members/1/ledger", None).await.problem(401);
 }
 
 #[tokio::test]
 async fn payment_amounts_are_validated_and_change_nothing() {
     let app = spawn_app().await;
     let (ada, _) = member_owing(&app, "Ada", 1050).await;
-    let path = format!("/api/v1/members/{ada}/payments");
+    let path = payments(ada);
     let before = app.row_counts().await;
 
     for body in [
@@ -213,15 +199,8 @@ async fn payment_amounts_are_validated_and_change_nothing() {
         assert_eq!(reply.invalid_fields(), ["amount_cents"], "{body}: {}", reply.body);
     }
     // A number beyond any integer type, written out.
-    let huge = app
-        .send_raw(
-            Method::POST,
-            &path,
-            LIBRARIAN_TOKEN,
-            "application/json",
-            r#"{"amount_cents": 100000000000000000000000000000}"#,
-        )
-        .await;
+    let huge = r#"{"amount_cents": 100000000000000000000000000000}"#;
+    let huge = app.post_text(&path, "application/json", huge).await;
     assert_eq!(huge.invalid_fields(), ["amount_cents"], "{}", huge.body);
     assert_eq!(pay(&app, ada, json!({})).await.invalid_fields(), ["amount_cents"]);
     assert!(
@@ -230,51 +209,30 @@ async fn payment_amounts_are_validated_and_change_nothing() {
             .invalid_fields()
             .is_empty()
     );
-    app.send_raw(
-        Method::POST,
-        &path,
-        LIBRARIAN_TOKEN,
-        "application/json",
-        "{\"amount_cents\": ",
-    )
-    .await
-    .problem(400);
-    app.send_raw(Method::POST, &path, LIBRARIAN_TOKEN, "text/plain", "100")
-        .await
-        .problem(415);
-    app.request(
-        Method::POST,
+    app.assert_bad_bodies_refused(&path, "{\"amount_cents\": ", "100").await;
+    let malformed_id = app.post_as(
         "/api/v1/members/abc/payments",
         Some(LIBRARIAN_TOKEN),
-        Some(json!({"amount_cents": 1})),
-    )
-    .await
-    .problem(400);
+        json!({"amount_cents": 1}),
+    );
+    malformed_id.await.problem(400);
 
     assert_eq!(app.row_counts().await, before);
-    assert_eq!(balance(&app, ada).await, 1050);
+    assert_eq!(app.balance(ada).await, 1050);
 }
 
 #[tokio::test]
 async fn payments_need_a_librarian_and_a_known_member() {
-    let app = spawn_app().await;
-    let ada = member(&app, "Ada").await;
-    let path = format!("/api/v1/members/{ada}/payments");
-    let body = json!({"amount_cents": 100});
+    let (app, _, path, body) = ada_paying(100).await;
     let before = app.row_counts().await;
 
-    app.request(Method::POST, &path, None, Some(body.clone()))
-        .await
-        .problem(401);
-    app.request(Method::POST, &path, Some("not-a-real-token"), Some(body.clone()))
-        .await
-        .problem(401);
-    let reader = app
-        .request(Method::POST, &path, Some(READER_TOKEN), Some(body.clone()))
-        .await;
-    assert_eq!(reader.problem(403)["code"], "forbidden");
+    app.post_as(&path, None, body.clone()).await.problem(401);
+    let wrong = app.post_as(&path, Some("not-a-real-token"), body.clone());
+    wrong.await.problem(401);
+    let reader = app.post_as(&path, Some(READER_TOKEN), body.clone());
+    reader.await.problem_code(403, "forbidden");
     let unknown = pay(&app, 999_999, body.clone()).await;
-    assert_eq!(unknown.problem(404)["code"], "not_found");
+    unknown.problem_code(404, "not_found");
     // With a key, too: the refused request leaves no claim behind.
     let keyed = app
         .post_with_key("/api/v1/members/999999/payments", "key-for-nobody", body.clone())
@@ -298,7 +256,7 @@ async fn payments_need_a_librarian_and_a_known_member() {
 async fn a_retried_payment_with_the_same_key_is_posted_once() {
     let app = spawn_app().await;
     let (ada, _) = member_owing(&app, "Ada", 1050).await;
-    let path = format!("/api/v1/members/{ada}/payments");
+    let path = payments(ada);
     let body = json!({"amount_cents": 500});
 
     let first = app.post_with_key(&path, "payment-2026-03-31-ada", body.clone()).await;
@@ -312,7 +270,7 @@ async fn a_retried_payment_with_the_same_key_is_posted_once() {
     assert_eq!(retry.headers["idempotent-replayed"], "true");
     assert_eq!(app.row_counts().await, after_first);
     assert_eq!(payment_count(&app, ada).await, 1);
-    assert_eq!(balance(&app, ada).await, 550);
+    assert_eq!(app.balance(ada).await, 550);
 
     let other_body = app
         .post_with_key(&path, "payment-2026-03-31-ada", json!({"amount_cents": 600}))
@@ -328,10 +286,7 @@ async fn a_retried_payment_with_the_same_key_is_posted_once() {
 
 #[tokio::test]
 async fn concurrent_retries_with_one_key_post_one_payment() {
-    let app = spawn_app().await;
-    let ada = member(&app, "Ada").await;
-    let path = format!("/api/v1/members/{ada}/payments");
-    let body = json!({"amount_cents": 250});
+    let (app, ada, path, body) = ada_paying(250).await;
     let (a, b, c) = tokio::join!(
         app.post_with_key(&path, "same-key", body.clone()),
         app.post_with_key(&path, "same-key", body.clone()),
@@ -360,5 +315,5 @@ async fn concurrent_payments_of_one_member_each_see_the_balance_after_them() {
     // One ran first and saw 900 or 700; the other saw both: 600.
     assert_eq!(balances[0], 600);
     assert!([700, 900].contains(&balances[1]), "{balances:?}");
-    assert_eq!(balance(&app, ada).await, 600);
+    assert_eq!(app.balance(ada).await, 600);
 }

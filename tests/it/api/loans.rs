@@ -14,6 +14,29 @@ async fn member_and_books(app: &TestApp, email: &str, books: usize) -> (i64, Vec
     (member["id"].as_i64().unwrap(), ids)
 }
 
+/// A fresh app with Ada (`ada@example.org`) and `books` book copies: (app, Ada's id, the books'
+/// ids, today's business date).
+async fn lending_desk(books: usize) -> (TestApp, i64, Vec<i64>, NaiveDate) {
+    let app = spawn_app().await;
+    let (member_id, books) = member_and_books(&app, "ada@example.org", books).await;
+    let today = app.today().await;
+    (app, member_id, books, today)
+}
+
+/// Lends `book_id` to `member_id` from `borrowed_ago` days before `today` until `due_ago` days
+/// before it (0: due today); returns the loan.
+async fn lend_days_ago(
+    app: &TestApp,
+    member_id: i64,
+    book_id: i64,
+    today: NaiveDate,
+    borrowed_ago: u64,
+    due_ago: u64,
+) -> Value {
+    let (borrowed_on, due_on) = (days_before(today, borrowed_ago), days_before(today, due_ago));
+    app.create_loan_from(member_id, book_id, borrowed_on, due_on).await
+}
+
 fn days_before(d: NaiveDate, n: u64) -> NaiveDate {
     d.checked_sub_days(Days::new(n)).unwrap()
 }
@@ -32,18 +55,11 @@ fn id(value: &Value) -> i64 {
 
 #[tokio::test]
 async fn lend_then_get_a_loan_borrowed_today() {
-    let app = spawn_app().await;
-    let (member_id, books) = member_and_books(&app, "ada@example.org", 1).await;
+    let (app, member_id, books, _) = lending_desk(1).await;
     let today_before = app.today().await;
     let due_on = days_after(today_before, 14);
-    let reply = app
-        .request(
-            Method::POST,
-            "/api/v1/loans",
-            Some(LIBRARIAN_TOKEN),
-            Some(json!({"member_id": member_id, "book_id": books[0], "due_on": due_on})),
-        )
-        .await;
+    let body = json!({"member_id": member_id, "book_id": books[0], "due_on": due_on});
+    let reply = app.post_as("/api/v1/loans", Some(LIBRARIAN_TOKEN), body).await;
     let today_after = app.today().await;
     let loan = reply.ok(201).clone();
     let borrowed_on: NaiveDate = loan["borrowed_on"].as_str().unwrap().parse().unwrap();
@@ -60,37 +76,25 @@ async fn lend_then_get_a_loan_borrowed_today() {
     );
 
     let fetched = app
-        .request(
-            Method::GET,
-            &format!("/api/v1/loans/{}", id(&loan)),
-            Some(READER_TOKEN),
-            None,
-        )
+        .get_as(&format!("/api/v1/loans/{}", id(&loan)), Some(READER_TOKEN))
         .await;
     assert_eq!(fetched.ok(200), &loan);
 }
 
 #[tokio::test]
 async fn a_past_loan_past_its_due_date_is_overdue() {
-    let app = spawn_app().await;
-    let (member_id, books) = member_and_books(&app, "ada@example.org", 2).await;
-    let today = app.today().await;
-    let loan = app
-        .create_loan_from(member_id, books[0], days_before(today, 20), days_before(today, 5))
-        .await;
+    let (app, member_id, books, today) = lending_desk(2).await;
+    let loan = lend_days_ago(&app, member_id, books[0], today, 20, 5).await;
     assert_eq!(loan["borrowed_on"], days_before(today, 20).to_string());
     assert_eq!(loan["status"], "overdue");
     // Due today is not overdue yet: the first overdue day is the day after due_on.
-    let loan = app
-        .create_loan_from(member_id, books[1], days_before(today, 3), today)
-        .await;
+    let loan = lend_days_ago(&app, member_id, books[1], today, 3, 0).await;
     assert_eq!(loan["status"], "open");
 }
 
 #[tokio::test]
 async fn bad_dates_and_fields_are_named_and_nothing_is_written() {
-    let app = spawn_app().await;
-    let (member_id, books) = member_and_books(&app, "ada@example.org", 1).await;
+    let (app, member_id, books, _) = lending_desk(1).await;
     let book_id = books[0];
     let today = app.today().await;
     let tomorrow = days_after(today, 1).to_string();
@@ -155,71 +159,45 @@ async fn bad_dates_and_fields_are_named_and_nothing_is_written() {
         ),
     ];
     for (body, expected) in cases {
-        let mut fields = app.post("/api/v1/loans", body.clone()).await.invalid_fields();
-        fields.sort();
+        let fields = app.post_loan(&body).await.sorted_invalid_fields();
         assert_eq!(fields, expected, "{body}");
     }
-    let reply = app
-        .post(
-            "/api/v1/loans",
-            json!({"member_id": member_id, "book_id": book_id, "due_on": due, "fine": 0}),
-        )
+    let unknown_field = json!({"member_id": member_id, "book_id": book_id, "due_on": due, "fine": 0});
+    app.post_loan(&unknown_field).await.problem(422);
+    app.assert_bad_bodies_refused("/api/v1/loans", "{\"member_id\": 1,", "hello")
         .await;
-    reply.problem(422);
-    app.send_raw(
-        Method::POST,
-        "/api/v1/loans",
-        LIBRARIAN_TOKEN,
-        "application/json",
-        "{\"member_id\": 1,",
-    )
-    .await
-    .problem(400);
-    app.send_raw(Method::POST, "/api/v1/loans", LIBRARIAN_TOKEN, "text/plain", "hello")
-        .await
-        .problem(415);
     assert_eq!(app.row_counts().await, before);
 }
 
 #[tokio::test]
 async fn writes_need_a_librarian_token() {
-    let app = spawn_app().await;
-    let (member_id, books) = member_and_books(&app, "ada@example.org", 2).await;
-    let today = app.today().await;
+    let (app, member_id, books, today) = lending_desk(2).await;
     let loan = app.create_loan(member_id, books[0], today).await;
     let body = json!({"member_id": member_id, "book_id": books[1], "due_on": today});
     let before = app.row_counts().await;
 
-    let reply = app
-        .request(Method::POST, "/api/v1/loans", Some(READER_TOKEN), Some(body.clone()))
-        .await;
-    assert_eq!(reply.problem(403)["code"], "forbidden");
-    app.request(Method::POST, "/api/v1/loans", None, Some(body))
-        .await
-        .problem(401);
+    let reader = app.post_as("/api/v1/loans", Some(READER_TOKEN), body.clone());
+    reader.await.problem_code(403, "forbidden");
+    app.post_as("/api/v1/loans", None, body).await.problem(401);
     let return_path = format!("/api/v1/loans/{}/return", id(&loan));
-    app.request(Method::POST, &return_path, Some(READER_TOKEN), Some(json!({})))
-        .await
-        .problem(403);
+    let reader_return = app.post_as(&return_path, Some(READER_TOKEN), json!({}));
+    reader_return.await.problem(403);
     app.request(Method::POST, &return_path, Some("not-a-token-0123456789"), None)
         .await
         .problem(401);
-    app.request(Method::GET, "/api/v1/loans", None, None).await.problem(401);
+    app.get_as("/api/v1/loans", None).await.problem(401);
 
     assert_eq!(app.row_counts().await, before);
     assert_eq!(
         app.get(&format!("/api/v1/loans/{}", id(&loan))).await.ok(200)["status"],
         "open"
     );
-    app.request(Method::GET, "/api/v1/loans", Some(READER_TOKEN), None)
-        .await
-        .ok(200);
+    app.get_as("/api/v1/loans", Some(READER_TOKEN)).await.ok(200);
 }
 
 #[tokio::test]
 async fn a_lent_book_cannot_be_lent_again_until_returned() {
-    let app = spawn_app().await;
-    let (member_id, books) = member_and_books(&app, "ada@example.org", 1).await;
+    let (app, member_id, books, _) = lending_desk(1).await;
     let other = id(&app.create_member("Grace", "grace@example.org").await);
     let today = app.today().await;
     let loan = app.create_loan(member_id, books[0], today).await;
@@ -240,8 +218,7 @@ async fn a_lent_book_cannot_be_lent_again_until_returned() {
 
 #[tokio::test]
 async fn two_concurrent_loans_of_one_book_lend_it_once() {
-    let app = spawn_app().await;
-    let (first, books) = member_and_books(&app, "ada@example.org", 1).await;
+    let (app, first, books, _) = lending_desk(1).await;
     let second = id(&app.create_member("Grace", "grace@example.org").await);
     let due = days_after(app.today().await, 7);
     let (a, b) = tokio::join!(
@@ -265,8 +242,7 @@ async fn two_concurrent_loans_of_one_book_lend_it_once() {
 
 #[tokio::test]
 async fn an_idempotent_retry_returns_the_first_loan() {
-    let app = spawn_app().await;
-    let (member_id, books) = member_and_books(&app, "ada@example.org", 2).await;
+    let (app, member_id, books, _) = lending_desk(2).await;
     let due = days_after(app.today().await, 7);
     let body = json!({"member_id": member_id, "book_id": books[0], "due_on": due});
 
@@ -289,8 +265,7 @@ async fn an_idempotent_retry_returns_the_first_loan() {
 
 #[tokio::test]
 async fn concurrent_retries_with_one_key_lend_once() {
-    let app = spawn_app().await;
-    let (member_id, books) = member_and_books(&app, "ada@example.org", 1).await;
+    let (app, member_id, books, _) = lending_desk(1).await;
     let body = json!({"member_id": member_id, "book_id": books[0], "due_on": app.today().await});
     let (a, b) = tokio::join!(
         app.post_with_key("/api/v1/loans", "same-key", body.clone()),
@@ -303,9 +278,7 @@ async fn concurrent_retries_with_one_key_lend_once() {
 
 #[tokio::test]
 async fn a_failed_keyed_request_can_be_retried() {
-    let app = spawn_app().await;
-    let (member_id, books) = member_and_books(&app, "ada@example.org", 1).await;
-    let today = app.today().await;
+    let (app, member_id, books, today) = lending_desk(1).await;
     let blocker = app.create_loan(member_id, books[0], today).await;
     let body = json!({"member_id": member_id, "book_id": books[0], "due_on": today});
     let before = app.row_counts().await;
@@ -319,8 +292,7 @@ async fn a_failed_keyed_request_can_be_retried() {
 
 #[tokio::test]
 async fn return_now_then_twice() {
-    let app = spawn_app().await;
-    let (member_id, books) = member_and_books(&app, "ada@example.org", 1).await;
+    let (app, member_id, books, _) = lending_desk(1).await;
     let loan = app.create_loan(member_id, books[0], app.today().await).await;
     let path = format!("/api/v1/loans/{}/return", id(&loan));
 
@@ -342,21 +314,15 @@ async fn return_now_then_twice() {
 
 #[tokio::test]
 async fn a_return_body_may_be_empty_null_or_without_returned_at() {
-    let app = spawn_app().await;
-    let (member_id, books) = member_and_books(&app, "ada@example.org", 3).await;
-    let today = app.today().await;
+    let (app, member_id, books, today) = lending_desk(3).await;
     let mut paths = Vec::new();
     for book_id in books {
         let loan = app.create_loan(member_id, book_id, today).await;
         paths.push(format!("/api/v1/loans/{}/return", id(&loan)));
     }
-    let empty = app
-        .send_raw(Method::POST, &paths[0], LIBRARIAN_TOKEN, "application/json", "")
-        .await;
+    let empty = app.post_text(&paths[0], "application/json", "").await;
     assert_eq!(empty.ok(200)["status"], "returned");
-    let null = app
-        .send_raw(Method::POST, &paths[1], LIBRARIAN_TOKEN, "application/json", "null")
-        .await;
+    let null = app.post_text(&paths[1], "application/json", "null").await;
     assert_eq!(null.ok(200)["status"], "returned");
     let no_instant = app.post(&paths[2], json!({"returned_at": null})).await;
     assert_eq!(no_instant.ok(200)["status"], "returned");
@@ -364,12 +330,8 @@ async fn a_return_body_may_be_empty_null_or_without_returned_at() {
 
 #[tokio::test]
 async fn a_past_return_gets_the_business_date_of_its_instant() {
-    let app = spawn_app().await;
-    let (member_id, books) = member_and_books(&app, "ada@example.org", 1).await;
-    let today = app.today().await;
-    let loan = app
-        .create_loan_from(member_id, books[0], days_before(today, 10), days_before(today, 6))
-        .await;
+    let (app, member_id, books, today) = lending_desk(1).await;
+    let loan = lend_days_ago(&app, member_id, books[0], today, 10, 6).await;
     // 20:00 UTC is already the next day in Shanghai (UTC+8), the default business zone.
     let instant = format!("{}T20:00:00Z", days_before(today, 4));
     let reply = app
@@ -386,12 +348,8 @@ async fn a_past_return_gets_the_business_date_of_its_instant() {
 
 #[tokio::test]
 async fn bad_returns_are_refused_and_change_nothing() {
-    let app = spawn_app().await;
-    let (member_id, books) = member_and_books(&app, "ada@example.org", 1).await;
-    let today = app.today().await;
-    let loan = app
-        .create_loan_from(member_id, books[0], days_before(today, 2), today)
-        .await;
+    let (app, member_id, books, today) = lending_desk(1).await;
+    let loan = lend_days_ago(&app, member_id, books[0], today, 2, 0).await;
     let path = format!("/api/v1/loans/{}/return", id(&loan));
     let before = app.row_counts().await;
 
@@ -408,12 +366,7 @@ async fn bad_returns_are_refused_and_change_nothing() {
         assert_eq!(reply.invalid_fields(), ["returned_at"], "{returned_at}");
     }
     app.post(&path, json!({"returned": true})).await.problem(422);
-    app.send_raw(Method::POST, &path, LIBRARIAN_TOKEN, "application/json", "{")
-        .await
-        .problem(400);
-    app.send_raw(Method::POST, &path, LIBRARIAN_TOKEN, "text/plain", "{}")
-        .await
-        .problem(415);
+    app.assert_bad_bodies_refused(&path, "{", "{}").await;
     assert_eq!(
         app.post("/api/v1/loans/999999/return", json!({})).await.problem(404)["code"],
         "not_found"
@@ -429,8 +382,7 @@ async fn bad_returns_are_refused_and_change_nothing() {
 
 #[tokio::test]
 async fn two_concurrent_returns_return_once() {
-    let app = spawn_app().await;
-    let (member_id, books) = member_and_books(&app, "ada@example.org", 1).await;
+    let (app, member_id, books, _) = lending_desk(1).await;
     let loan = app.create_loan(member_id, books[0], app.today().await).await;
     let path = format!("/api/v1/loans/{}/return", id(&loan));
     let (a, b) = tokio::join!(app.post(&path, json!({})), app.post(&path, json!({})));
@@ -448,14 +400,11 @@ async fn get_unknown_and_malformed_loans() {
 
 #[tokio::test]
 async fn loans_are_listed_by_member_and_status_and_paginated() {
-    let app = spawn_app().await;
-    let (ada, books) = member_and_books(&app, "ada@example.org", 4).await;
+    let (app, ada, books, _) = lending_desk(4).await;
     let grace = id(&app.create_member("Grace", "grace@example.org").await);
     let today = app.today().await;
     let open = app.create_loan(ada, books[0], days_after(today, 7)).await;
-    let overdue = app
-        .create_loan_from(ada, books[1], days_before(today, 20), days_before(today, 1))
-        .await;
+    let overdue = lend_days_ago(&app, ada, books[1], today, 20, 1).await;
     let returned = app.create_loan(ada, books[2], today).await;
     app.return_loan(id(&returned)).await;
     let graces = app.create_loan(grace, books[3], today).await;

@@ -127,6 +127,11 @@ pub async fn attempts(pool: &PgPool) -> Vec<Attempt> {
     .unwrap()
 }
 
+/// The job's attempts, oldest first, each as `pick` makes it (the columns a test compares).
+pub async fn attempts_as<T>(pool: &PgPool, pick: impl FnMut(Attempt) -> T) -> Vec<T> {
+    attempts(pool).await.into_iter().map(pick).collect()
+}
+
 /// The job's lock row: (locked_by, fencing_token, whether locked_until has passed by the
 /// database clock).
 pub async fn lock_row(pool: &PgPool) -> Option<(String, i64, bool)> {

@@ -176,6 +176,21 @@ impl Reply {
         &self.body
     }
 
+    /// Asserts an RFC 9457 problem with this status whose `code` is `code`; returns its body.
+    #[track_caller]
+    pub fn problem_code(&self, status: u16, code: &str) -> &Value {
+        let body = self.problem(status);
+        assert_eq!(body["code"], code, "body: {body}");
+        body
+    }
+
+    /// The fields a 422 named, sorted (for a problem naming several at once).
+    pub fn sorted_invalid_fields(&self) -> Vec<String> {
+        let mut fields = self.invalid_fields();
+        fields.sort();
+        fields
+    }
+
     /// The fields a 422 named.
     pub fn invalid_fields(&self) -> Vec<String> {
         self.problem(422);
@@ -229,6 +244,31 @@ impl TestApp {
         self.request(Method::POST, path, Some(ADMIN_TOKEN), Some(body)).await
     }
 
+    /// A GET with `token` (none, a wrong one, or a role's).
+    pub async fn get_as(&self, path: &str, token: Option<&str>) -> Reply {
+        self.request(Method::GET, path, token, None).await
+    }
+
+    /// A POST of `body` with `token` (none, a wrong one, or a role's).
+    pub async fn post_as(&self, path: &str, token: Option<&str>, body: Value) -> Reply {
+        self.request(Method::POST, path, token, Some(body)).await
+    }
+
+    /// A librarian's POST of `text` as `content_type` (malformed JSON, wrong media types...).
+    pub async fn post_text(&self, path: &str, content_type: &str, text: impl Into<reqwest::Body>) -> Reply {
+        self.send_raw(Method::POST, path, LIBRARIAN_TOKEN, content_type, text)
+            .await
+    }
+
+    /// Asserts that a librarian's POST to `path` of the truncated JSON `malformed` is a 400 and of
+    /// `plain` as text/plain a 415.
+    pub async fn assert_bad_bodies_refused(&self, path: &str, malformed: &str, plain: &str) {
+        self.post_text(path, "application/json", malformed.to_owned())
+            .await
+            .problem(400);
+        self.post_text(path, "text/plain", plain.to_owned()).await.problem(415);
+    }
+
     pub async fn post_with_key(&self, path: &str, key: &str, body: Value) -> Reply {
         let request = self
             .client
@@ -273,6 +313,29 @@ impl TestApp {
             "member_id": member_id, "book_id": book_id, "borrowed_on": borrowed_on, "due_on": due_on,
         });
         self.post("/api/v1/loans", body).await.ok(201).clone()
+    }
+
+    /// A new member named `name` with the email `<name in lower case>@example.org`; returns its id.
+    pub async fn member_id(&self, name: &str) -> i64 {
+        let email = format!("{}@example.org", name.to_lowercase());
+        self.create_member(name, &email).await["id"].as_i64().unwrap()
+    }
+
+    /// GET of a member by id, as an admin.
+    pub async fn get_member(&self, member_id: i64) -> Reply {
+        self.get(&format!("/api/v1/members/{member_id}")).await
+    }
+
+    /// The member's `balance_cents` as the API reports it.
+    pub async fn balance(&self, member_id: i64) -> i64 {
+        self.get_member(member_id).await.ok(200)["balance_cents"]
+            .as_i64()
+            .unwrap()
+    }
+
+    /// POST of a loan body as an admin (the reply is the test's to check).
+    pub async fn post_loan(&self, body: &Value) -> Reply {
+        self.post("/api/v1/loans", body.clone()).await
     }
 
     /// Returns a loan now; returns the returned loan.

@@ -91,6 +91,21 @@ impl Finesettle {
     }
 
     /// Starts `finesettle <args>`.
+    /// Spawns on a backfill from `from` to `to` and stops the process (SIGSTOP) in the middle of a
+    /// date, after it settled one ([`stop_in_the_middle_of_a_date`]): the stopped replica and the
+    /// execution of that date.
+    pub async fn backfill_stopped_mid_date(
+        self,
+        pool: &sqlx::PgPool,
+        from: NaiveDate,
+        to: NaiveDate,
+    ) -> (Replica, Execution) {
+        let instance_id = self.instance_id.clone();
+        let mut replica = self.spawn(&backfill(from, to));
+        let execution = stop_in_the_middle_of_a_date(&mut replica, pool, &instance_id).await;
+        (replica, execution)
+    }
+
     pub fn spawn(mut self, args: &[impl AsRef<str>]) -> Replica {
         let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
         self.command.args(&args);

@@ -5,7 +5,7 @@ use chrono::{Days, NaiveDate};
 use finesettle::domain::LoanTerms;
 use sqlx::PgPool;
 
-use crate::common::data::{insert_loans, load_loans, random_loans, ymd};
+use crate::common::data::{days, insert_loans, load_loans, random_loans, ymd};
 use crate::common::database::TestDatabase;
 
 /// Loans per test: enough for many batches per date at the small batch sizes the tests use, and
@@ -17,6 +17,21 @@ pub const LOANS: usize = 3_000;
 pub fn busy_range() -> (NaiveDate, NaiveDate) {
     (ymd(2026, 2, 10), ymd(2026, 3, 31))
 }
+
+/// A migrated database of its own seeded with `fixed_loans(loans_seed)`, and the [`busy_range`]
+/// the process tests back-fill over it: (database, pool, the loans as stored, (from, to), every
+/// date from `from` to `to`). Keep the `TestDatabase`: dropping it drops the database.
+pub async fn seeded_busy_range(
+    loans_seed: u64,
+) -> (TestDatabase, PgPool, Loans, (NaiveDate, NaiveDate), Vec<NaiveDate>) {
+    let (database, pool) = migrated_db().await;
+    let loans = seed(&pool, &fixed_loans(loans_seed)).await;
+    let (from, to) = busy_range();
+    (database, pool, loans, (from, to), days(from, to))
+}
+
+/// Loans as stored, by id.
+pub type Loans = Vec<(i64, LoanTerms)>;
 
 /// A database of its own, migrated, for tests that run the real binary against it (the
 /// processes migrate it again at start, a no-op). Keep the `TestDatabase`: dropping it drops the

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use finesettle::lock::{FenceError, Fenced, JobLock, fence, guard};
-use sqlx::PgPool;
+use finesettle::lock::{FenceError, Fenced, JobLock, Lease, fence, guard};
 use sqlx::postgres::PgPoolOptions;
+use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::common::spawn_app;
 use crate::lock::backend::{Backend, Fixture};
@@ -36,6 +36,24 @@ async fn insert_member(conn: &mut sqlx::PgConnection, email: &str) {
         .expect("insert a member");
 }
 
+/// A fixture on `backend` where replica-a took the lease, which then ran out at once: its holder
+/// is now stale.
+async fn with_an_expired_holder(backend: Backend) -> (Fixture, Lease) {
+    let fx = Fixture::new(backend).await;
+    let holder = acquire(&fx.lock, &spec(TASK, "replica-a")).await;
+    fx.expire(TASK).await;
+    (fx, holder)
+}
+
+/// A transaction that passed the fence with `fencing_token` and is still open.
+async fn a_fenced_transaction(pool: &PgPool, fencing_token: i64) -> Transaction<'static, Postgres> {
+    let mut tx = fence::begin(pool).await.unwrap();
+    guard(&mut tx, TASK, fencing_token)
+        .await
+        .expect("still the current token");
+    tx
+}
+
 async fn members(pool: &PgPool) -> i64 {
     sqlx::query_scalar("select count(*) from member")
         .fetch_one(pool)
@@ -54,10 +72,8 @@ async fn the_current_token_passes_and_its_write_commits(backend: Backend) {
 }
 
 async fn a_stale_token_is_refused_and_writes_nothing(backend: Backend) {
-    let fx = Fixture::new(backend).await;
+    let (fx, paused) = with_an_expired_holder(backend).await;
     let (app, lock) = (&fx.app, &fx.lock);
-    let paused = acquire(lock, &spec(TASK, "replica-a")).await;
-    fx.expire(TASK).await;
     let successor = acquire(lock, &spec(TASK, "replica-b")).await;
     let before = app.row_counts().await;
 
@@ -95,15 +111,10 @@ async fn an_unknown_task_is_fenced() {
 }
 
 async fn a_takeover_waits_for_the_fenced_transaction_and_then_fences_its_holder(backend: Backend) {
-    let fx = Fixture::new(backend).await;
-    let (app, lock) = (&fx.app, &fx.lock);
-    let holder = acquire(lock, &spec(TASK, "replica-a")).await;
     // the lease runs out while a transaction that passed the fence is still open
-    fx.expire(TASK).await;
-    let mut tx = fence::begin(&app.pool).await.unwrap();
-    guard(&mut tx, TASK, holder.fencing_token)
-        .await
-        .expect("still the current token");
+    let (fx, holder) = with_an_expired_holder(backend).await;
+    let app = &fx.app;
+    let mut tx = a_fenced_transaction(&app.pool, holder.fencing_token).await;
 
     let patient = fx.lock_with_row_wait(Duration::from_secs(60));
     let takeover = tokio::spawn(async move { patient.try_acquire(&spec(TASK, "replica-b")).await });
@@ -127,13 +138,10 @@ async fn a_takeover_waits_for_the_fenced_transaction_and_then_fences_its_holder(
 }
 
 async fn a_takeover_behind_a_stuck_transaction_reports_the_lock_held_instead_of_hanging(backend: Backend) {
-    let fx = Fixture::new(backend).await;
-    let (app, lock) = (&fx.app, &fx.lock);
-    let holder = acquire(lock, &spec(TASK, "replica-a")).await;
-    fx.expire(TASK).await;
+    let (fx, holder) = with_an_expired_holder(backend).await;
+    let app = &fx.app;
     // a holder paused in the middle of a fenced transaction keeps the key-share lock
-    let mut stuck = fence::begin(&app.pool).await.unwrap();
-    guard(&mut stuck, TASK, holder.fencing_token).await.unwrap();
+    let stuck = a_fenced_transaction(&app.pool, holder.fencing_token).await;
 
     let impatient = fx.lock_with_row_wait(Duration::from_millis(100));
     let (holder_name, _) = held_by(impatient.try_acquire(&spec(TASK, "replica-b")).await.unwrap());
@@ -186,12 +194,9 @@ async fn idle_limit(conn: &mut sqlx::PgConnection) -> String {
 }
 
 async fn a_holder_paused_inside_a_fenced_transaction_is_cut_off_and_writes_nothing(backend: Backend) {
-    let fx = Fixture::new(backend).await;
+    let (fx, holder) = with_an_expired_holder(backend).await;
     let (app, lock) = (&fx.app, &fx.lock);
-    let holder = acquire(lock, &spec(TASK, "replica-a")).await;
-    fx.expire(TASK).await;
-    let mut paused = fence::begin(&app.pool).await.unwrap();
-    guard(&mut paused, TASK, holder.fencing_token).await.unwrap();
+    let mut paused = a_fenced_transaction(&app.pool, holder.fencing_token).await;
     // paused (SIGSTOP, GC...) between two statements, past the idle limit
     tokio::time::sleep(finesettle::lock::fence::FENCED_IDLE_TIMEOUT + Duration::from_secs(2)).await;
 

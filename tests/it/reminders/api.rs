@@ -4,13 +4,11 @@ use finesettle::reminders::ReminderKind::{DueTomorrow, Overdue};
 use reqwest::Method;
 
 use crate::common::READER_TOKEN;
-use crate::reminders::support::{harness, minutes};
+use crate::reminders::support::{harness, harness_with_loan, minutes};
 
 #[tokio::test]
 async fn a_members_notifications_are_listed_oldest_first_page_by_page() {
-    let h = harness().await;
-    let due_on = h.in_days(4).await;
-    let first = h.lend(due_on).await;
+    let (h, due_on, first) = harness_with_loan(4).await;
     let second = h.lend(due_on).await;
     // Another member's reminder is not theirs to see.
     let other = h.app.create_member("Bob", "bob@example.org").await["id"]

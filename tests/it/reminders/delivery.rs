@@ -4,13 +4,11 @@ use chrono::TimeDelta;
 use finesettle::reminders::consumer;
 use finesettle::reminders::{ReminderKind::*, queue_stats};
 
-use crate::reminders::support::{harness, member, minutes};
+use crate::reminders::support::{harness, harness_with_loan, member, minutes};
 
 #[tokio::test]
 async fn a_new_loan_queues_both_reminders_and_each_is_recorded_at_its_moment() {
-    let h = harness().await;
-    let due_on = h.in_days(10).await;
-    let loan = h.lend(due_on).await;
+    let (h, due_on, loan) = harness_with_loan(10).await;
 
     let due_tomorrow = h.at(DueTomorrow, due_on, TimeDelta::zero());
     let overdue = h.at(Overdue, due_on, TimeDelta::zero());
@@ -67,9 +65,7 @@ async fn an_imported_overdue_loan_is_reminded_at_once_without_due_tomorrow() {
 
 #[tokio::test]
 async fn a_due_tomorrow_reminder_that_waited_until_the_due_date_is_dropped() {
-    let h = harness().await;
-    let due_on = h.in_days(10).await;
-    let loan = h.lend(due_on).await;
+    let (h, due_on, loan) = harness_with_loan(10).await;
     // Workers were down all the day before: at 09:00 on the due date it is too late.
     let late = h.at(DueTomorrow, due_on, TimeDelta::days(1));
     let report = h.drain(late).await;
@@ -80,17 +76,12 @@ async fn a_due_tomorrow_reminder_that_waited_until_the_due_date_is_dropped() {
         h.queued().await.iter().map(|(m, _)| m.clone()).collect::<Vec<_>>(),
         [member(loan, Overdue)]
     );
-    let restored = finesettle::reminders::reconcile(h.pool(), &h.queue, late, h.tz())
-        .await
-        .unwrap();
-    assert_eq!(restored.restored, 0);
+    assert_eq!(h.reconcile(late).await, 0);
 }
 
 #[tokio::test]
 async fn a_returned_loans_reminders_are_never_sent() {
-    let h = harness().await;
-    let due_on = h.in_days(10).await;
-    let returned = h.lend(due_on).await;
+    let (h, due_on, returned) = harness_with_loan(10).await;
     let kept = h.lend(due_on).await;
     h.app.return_loan(returned).await;
 
@@ -99,10 +90,7 @@ async fn a_returned_loans_reminders_are_never_sent() {
     assert_eq!(queued, [member(kept, DueTomorrow), member(kept, Overdue)]);
 
     // Neither delivery nor the reconciler brings them back.
-    let restored = finesettle::reminders::reconcile(h.pool(), &h.queue, h.at(DueTomorrow, due_on, minutes(1)), h.tz())
-        .await
-        .unwrap();
-    assert_eq!(restored.restored, 0);
+    assert_eq!(h.reconcile(h.at(DueTomorrow, due_on, minutes(1))).await, 0);
     h.drain(h.at(DueTomorrow, due_on, minutes(1))).await;
     h.drain(h.at(Overdue, due_on, minutes(1))).await;
     assert_eq!(
@@ -113,12 +101,9 @@ async fn a_returned_loans_reminders_are_never_sent() {
 
 #[tokio::test]
 async fn a_loan_returned_while_a_consumer_holds_its_reminder_is_not_reminded() {
-    let h = harness().await;
-    let due_on = h.in_days(10).await;
-    let loan = h.lend(due_on).await;
+    let (h, due_on, loan) = harness_with_loan(10).await;
     let now = h.at(DueTomorrow, due_on, minutes(1));
-    let taken = consumer::take(&h.queue, &h.config, now).await.unwrap();
-    assert_eq!(taken.len(), 1);
+    let taken = h.take_one(now).await;
 
     h.app.return_loan(loan).await;
     assert!(h.in_flight().await.is_empty(), "the return cancels held reminders too");
@@ -129,7 +114,7 @@ async fn a_loan_returned_while_a_consumer_holds_its_reminder_is_not_reminded() {
 
     // Same when the cancel never reached Redis (it was down during the return).
     let other = h.lend(due_on).await;
-    let taken = consumer::take(&h.queue, &h.config, now).await.unwrap();
+    let taken = h.take(now).await;
     sqlx::query("update loan set returned_at = now(), returned_on = borrowed_on where id = $1")
         .bind(other)
         .execute(h.pool())
@@ -154,9 +139,7 @@ async fn queue_stats_show_depth_in_flight_and_the_oldest_due_item() {
     assert_eq!((stats.depth, stats.in_flight), (4, 0));
     assert_eq!(stats.oldest_due_at, Some(h.at(DueTomorrow, soon, TimeDelta::zero())));
 
-    consumer::take(&h.queue, &h.config, h.at(DueTomorrow, soon, minutes(1)))
-        .await
-        .unwrap();
+    h.take(h.at(DueTomorrow, soon, minutes(1))).await;
     let stats = queue_stats(&h.redis.pool()).await.unwrap();
     assert_eq!((stats.depth, stats.in_flight), (3, 1));
     assert_eq!(stats.oldest_due_at, Some(h.at(Overdue, soon, TimeDelta::zero())));

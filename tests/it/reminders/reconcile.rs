@@ -7,7 +7,7 @@ use finesettle::reminders::{ConsumeReport, ReminderQueue, reconcile};
 
 use crate::common::redis::TestRedis;
 use crate::common::spawn_app_with;
-use crate::reminders::support::{consumer_config, drain, harness, member, minutes};
+use crate::reminders::support::{consumer_config, drain, harness, harness_with_loan, member, minutes};
 
 #[tokio::test]
 async fn after_a_flush_the_reconciler_restores_every_reminder_and_none_is_sent_twice() {
@@ -54,7 +54,7 @@ async fn after_a_flush_the_reconciler_restores_every_reminder_and_none_is_sent_t
         h.at(Overdue, later, TimeDelta::zero()).timestamp_millis()
     );
     // A second walk finds nothing missing.
-    assert_eq!(reconcile(h.pool(), &h.queue, t1, h.tz()).await.unwrap().restored, 0);
+    assert_eq!(h.reconcile(t1).await, 0);
 
     add(h.drain(t1).await);
     add(h.drain(h.at(Overdue, soon, minutes(1))).await);
@@ -73,17 +73,12 @@ async fn after_a_flush_the_reconciler_restores_every_reminder_and_none_is_sent_t
 
 #[tokio::test]
 async fn the_reconciler_leaves_reminders_a_consumer_holds_alone() {
-    let h = harness().await;
-    let due_on = h.in_days(10).await;
-    let loan = h.lend(due_on).await;
+    let (h, due_on, loan) = harness_with_loan(10).await;
     let now = h.at(DueTomorrow, due_on, minutes(1));
-    let taken = finesettle::reminders::consumer::take(&h.queue, &h.config, now)
-        .await
-        .unwrap();
-    assert_eq!(taken.len(), 1);
+    h.take_one(now).await;
 
     // Not recorded yet, but held: queuing it again would deliver it twice.
-    assert_eq!(reconcile(h.pool(), &h.queue, now, h.tz()).await.unwrap().restored, 0);
+    assert_eq!(h.reconcile(now).await, 0);
     assert_eq!(
         h.queued().await.into_iter().map(|(m, _)| m).collect::<Vec<_>>(),
         [member(loan, Overdue)]

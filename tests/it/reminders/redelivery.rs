@@ -4,7 +4,7 @@
 use finesettle::reminders::ReminderKind::DueTomorrow;
 use finesettle::reminders::{consumer, reap_expired};
 
-use crate::reminders::support::{VISIBILITY, harness, minutes, seconds};
+use crate::reminders::support::{VISIBILITY, harness, harness_with_loan, minutes, seconds};
 
 #[tokio::test]
 async fn a_consumer_killed_after_taking_leaves_its_items_for_redelivery() {
@@ -17,7 +17,7 @@ async fn a_consumer_killed_after_taking_leaves_its_items_for_redelivery() {
     let now = h.at(DueTomorrow, due_on, minutes(1));
 
     // The first consumer takes every due item and dies: no record, no acknowledgement.
-    let taken = consumer::take(&h.queue, &h.config, now).await.unwrap();
+    let taken = h.take(now).await;
     assert_eq!(taken.len(), 5);
     drop(taken);
     assert_eq!(h.in_flight().await.len(), 5);
@@ -54,7 +54,7 @@ async fn a_consumer_killed_after_recording_but_before_acknowledging_records_noth
     let now = h.at(DueTomorrow, due_on, minutes(1));
 
     // Records, then dies before the acknowledgement.
-    let taken = consumer::take(&h.queue, &h.config, now).await.unwrap();
+    let taken = h.take(now).await;
     assert_eq!(consumer::record(h.pool(), &taken, now, h.tz()).await.unwrap(), 4);
     drop(taken);
 
@@ -78,16 +78,14 @@ async fn a_consumer_killed_after_recording_but_before_acknowledging_records_noth
 
 #[tokio::test]
 async fn a_slow_consumer_acknowledging_after_the_reaper_moved_its_items_loses_nothing() {
-    let h = harness().await;
-    let due_on = h.in_days(3).await;
-    let loan = h.lend(due_on).await;
+    let (h, due_on, loan) = harness_with_loan(3).await;
     let now = h.at(DueTomorrow, due_on, minutes(1));
 
     // A consumer stalls past its deadline; its item is reaped and taken by another.
-    let slow = consumer::take(&h.queue, &h.config, now).await.unwrap();
+    let slow = h.take(now).await;
     let later = now + seconds(VISIBILITY.as_secs() as i64);
     assert_eq!(reap_expired(&h.queue, later).await.unwrap(), 1);
-    let fast = consumer::take(&h.queue, &h.config, later).await.unwrap();
+    let fast = h.take(later).await;
     assert_eq!(fast, slow.iter().map(|t| consumer_item(t, later)).collect::<Vec<_>>());
 
     // The slow one wakes, records and acknowledges (removing the fast one's hold), then the

@@ -50,7 +50,33 @@ pub async fn harness() -> Harness {
     }
 }
 
+/// A [`harness`] whose member has one loan due in `days` days: (harness, due date, loan id).
+pub async fn harness_with_loan(days: i64) -> (Harness, NaiveDate, i64) {
+    let h = harness().await;
+    let due_on = h.in_days(days).await;
+    let loan = h.lend(due_on).await;
+    (h, due_on, loan)
+}
+
 impl Harness {
+    /// Takes the reminders due at `now` as one consumer would (they stay in flight).
+    pub async fn take(&self, now: DateTime<Utc>) -> Vec<finesettle::reminders::queue::Taken> {
+        consumer::take(&self.queue, &self.config, now).await.unwrap()
+    }
+
+    /// [`Harness::take`], asserting that exactly one reminder was due.
+    pub async fn take_one(&self, now: DateTime<Utc>) -> Vec<finesettle::reminders::queue::Taken> {
+        let taken = self.take(now).await;
+        assert_eq!(taken.len(), 1, "one reminder due at {now}");
+        taken
+    }
+
+    /// How many reminders the reconciler restored at `now`.
+    pub async fn reconcile(&self, now: DateTime<Utc>) -> u64 {
+        let report = finesettle::reminders::reconcile(self.pool(), &self.queue, now, self.tz()).await;
+        report.unwrap().restored
+    }
+
     pub fn pool(&self) -> &PgPool {
         &self.app.pool
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use finesettle::jobs::Request;
 use finesettle::settlement::{DateStatus, Trigger};
 
-use crate::common::checks::{attempts, executions, lock_row, poll_until};
+use crate::common::checks::{attempts_as, executions, lock_row, poll_until};
 use crate::common::data::{random_loans, ymd};
 use crate::common::proxy::DbProxy;
 use crate::common::seed::seed;
@@ -85,6 +85,6 @@ async fn a_record_left_running_by_a_database_blip_is_closed_when_the_database_an
     // By this process, under its own token: the lock did not change hands.
     assert_eq!(lock_row(&direct).await.unwrap().0, holder);
     assert_eq!(lock_row(&direct).await.unwrap().1, token);
-    let outcomes: Vec<String> = attempts(&direct).await.into_iter().map(|a| a.outcome).collect();
+    let outcomes: Vec<String> = attempts_as(&direct, |a| a.outcome).await;
     assert_eq!(outcomes, ["WON"]);
 }

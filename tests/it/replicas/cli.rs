@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use finesettle::lock::{JobLock, LockSpec};
 
-use crate::common::checks::{assert_settled_exactly_once, attempts, executions, lock_expired, poll_until};
+use crate::common::checks::{assert_settled_exactly_once, attempts_as, executions, lock_expired, poll_until};
 use crate::common::data::{days, ymd};
 use crate::common::process::{Finesettle, Signal, backfill};
 use crate::common::seed::{fixed_loans, migrated_db, seed};
@@ -104,11 +104,7 @@ async fn backfill_while_another_replica_holds_the_lock_fails_naming_the_holder()
         executions(&pool).await.is_empty(),
         "the refused backfill settled nothing"
     );
-    let seen: Vec<_> = attempts(&pool)
-        .await
-        .into_iter()
-        .map(|a| (a.instance_id, a.outcome, a.holder))
-        .collect();
+    let seen: Vec<_> = attempts_as(&pool, |a| (a.instance_id, a.outcome, a.holder)).await;
     assert_eq!(
         seen,
         [(

@@ -2,21 +2,17 @@
 
 use std::time::Duration;
 
-use crate::common::checks::{assert_settled_exactly_once, attempts, executions, lock_expired, poll_until};
+use crate::common::checks::{assert_settled_exactly_once, attempts_as, executions, lock_expired, poll_until};
 use crate::common::data::days;
-use crate::common::process::{Finesettle, Signal, backfill, stop_in_the_middle_of_a_date};
-use crate::common::seed::{busy_range, fixed_loans, migrated_db, seed};
+use crate::common::process::{Finesettle, Signal, backfill};
+use crate::common::seed::seeded_busy_range;
 
 #[tokio::test]
 async fn a_holder_killed_mid_backfill_is_taken_over_once_its_lease_expires() {
-    let (database, pool) = migrated_db().await;
-    let loans = seed(&pool, &fixed_loans(31)).await;
-    let (from, to) = busy_range();
-    let dates = days(from, to);
+    let (database, pool, loans, (from, to), dates) = seeded_busy_range(31).await;
     let replica = |id: &str| Finesettle::new(database.url(), id).with_a_short_lease();
 
-    let mut a = replica("replica-a").spawn(&backfill(from, to));
-    let interrupted = stop_in_the_middle_of_a_date(&mut a, &pool, "replica-a").await;
+    let (a, interrupted) = replica("replica-a").backfill_stopped_mid_date(&pool, from, to).await;
     a.signal(Signal::Kill);
     let killed = a.wait(Duration::from_secs(10)).await;
     assert_eq!(killed.status.code(), None, "killed by a signal\n{}", killed.output());
@@ -81,11 +77,8 @@ async fn a_holder_killed_mid_backfill_is_taken_over_once_its_lease_expires() {
     }
 
     // The timeline: a won, b found it held by a, then won with the next token.
-    let timeline: Vec<(String, String, Option<i64>, Option<String>)> = attempts(&pool)
-        .await
-        .into_iter()
-        .map(|t| (t.instance_id, t.outcome, t.fencing_token, t.holder))
-        .collect();
+    let timeline: Vec<(String, String, Option<i64>, Option<String>)> =
+        attempts_as(&pool, |t| (t.instance_id, t.outcome, t.fencing_token, t.holder)).await;
     assert_eq!(
         timeline,
         [

@@ -13,7 +13,9 @@ use finesettle::schedule::settle_target;
 use finesettle::settlement::Trigger;
 use sqlx::PgPool;
 
-use crate::common::checks::{Attempt, assert_no_charge_twice, attempts, executions, poll_until, successes_by_date};
+use crate::common::checks::{
+    Attempt, assert_no_charge_twice, attempts, attempts_as, executions, poll_until, successes_by_date,
+};
 use crate::common::data::{days, load_loans, ymd};
 use crate::common::oracle::Model;
 use crate::common::seed::{fixed_loans, recent_loans, seed};
@@ -161,7 +163,7 @@ async fn a_held_fire_leaves_it_to_the_next_slot_when_the_lease_outlasts_it() {
         matches!(fired, Err(Refused::Held { ref holder, .. }) if holder == OPERATOR),
         "{fired:?}"
     );
-    let seen: Vec<String> = attempts(&app.pool).await.into_iter().map(|a| a.outcome).collect();
+    let seen: Vec<String> = attempts_as(&app.pool, |a| a.outcome).await;
     assert_eq!(seen, ["HELD"]);
     assert!(executions(&app.pool).await.is_empty());
 }
@@ -191,11 +193,7 @@ async fn a_fire_that_finds_this_process_busy_is_recorded_busy_and_dropped() {
 
     let report = running.wait().await;
     assert_eq!(report.walk.succeeded(), 1, "{report:?}");
-    let seen: Vec<(String, String)> = attempts(&app.pool)
-        .await
-        .into_iter()
-        .map(|a| (a.trigger, a.outcome))
-        .collect();
+    let seen: Vec<(String, String)> = attempts_as(&app.pool, |a| (a.trigger, a.outcome)).await;
     assert_eq!(
         seen,
         [("manual".into(), "WON".into()), ("cron".into(), "BUSY".into())],
@@ -297,11 +295,8 @@ async fn the_catch_up_at_start_waits_for_a_held_lock_too() {
         async || (successes_by_date(&app.pool).await.len() == dates.len()).then_some(()),
     )
     .await;
-    let seen: Vec<(String, String, Option<String>)> = attempts(&app.pool)
-        .await
-        .into_iter()
-        .map(|a| (a.trigger, a.outcome, a.holder))
-        .collect();
+    let seen: Vec<(String, String, Option<String>)> =
+        attempts_as(&app.pool, |a| (a.trigger, a.outcome, a.holder)).await;
     assert_eq!(
         seen,
         [

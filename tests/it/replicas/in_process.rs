@@ -10,7 +10,7 @@ use finesettle::jobs::{Refused, Request, RunReport, SettleJob};
 use finesettle::settlement::Trigger;
 use tokio::sync::Barrier;
 
-use crate::common::checks::{assert_settled_exactly_once, attempts, executions};
+use crate::common::checks::{assert_settled_exactly_once, attempts, attempts_as, executions};
 use crate::common::data::{days, ymd};
 use crate::common::seed::{fixed_loans, seed};
 use crate::common::{TestApp, spawn_app_with, spawn_replica};
@@ -235,11 +235,8 @@ async fn a_quick_run_is_not_repeated_by_a_replica_firing_a_moment_later() {
         other => panic!("expected the date to be already settled, got {other:?}"),
     }
 
-    let timeline: Vec<(String, String, Option<String>)> = attempts(&a.pool)
-        .await
-        .into_iter()
-        .map(|t| (t.instance_id, t.outcome, t.holder))
-        .collect();
+    let timeline: Vec<(String, String, Option<String>)> =
+        attempts_as(&a.pool, |t| (t.instance_id, t.outcome, t.holder)).await;
     let held = |replica: &str| (replica.to_owned(), "HELD".to_owned(), Some("replica-a".to_owned()));
     assert_eq!(
         timeline,

@@ -10,7 +10,7 @@ use finesettle::lock::{Acquired, JobLock, LockSpec, PgLock};
 use finesettle::settlement::{self, DateStatus, RunContext, Trigger};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::checks::{assert_settled_exactly_once, attempts, executions, lock_expired, poll_until};
+use crate::common::checks::{assert_settled_exactly_once, attempts_as, executions, lock_expired, poll_until};
 use crate::common::data::{days, random_loans, ymd};
 use crate::common::seed::seed;
 use crate::common::slow::{execution_duration, fast_dates, sleeping_dates, slow_dates};
@@ -81,11 +81,7 @@ async fn a_date_three_leases_long_settles_while_the_lease_is_renewed_and_other_r
     );
 
     // a won once and never lost its lease; b was held each time it tried.
-    let timeline: Vec<(String, String)> = attempts(&a.pool)
-        .await
-        .into_iter()
-        .map(|t| (t.instance_id, t.outcome))
-        .collect();
+    let timeline: Vec<(String, String)> = attempts_as(&a.pool, |t| (t.instance_id, t.outcome)).await;
     let mut expected = vec![("replica-a".to_owned(), "WON".to_owned())];
     expected.extend((0..held).map(|_| ("replica-b".to_owned(), "HELD".to_owned())));
     assert_eq!(timeline, expected);

@@ -6,11 +6,10 @@ use std::time::Duration;
 use sqlx::PgPool;
 
 use crate::common::checks::{
-    assert_settled_exactly_once, attempts, executions, lock_expired, poll_until, written_with,
+    assert_settled_exactly_once, attempts_as, executions, lock_expired, poll_until, written_with,
 };
-use crate::common::data::days;
-use crate::common::process::{Finesettle, Signal, backfill, stop_in_the_middle_of_a_date};
-use crate::common::seed::{busy_range, fixed_loans, migrated_db, seed};
+use crate::common::process::{Finesettle, Signal, backfill};
+use crate::common::seed::seeded_busy_range;
 
 /// Sessions of this database inside a transaction that is waiting for its client.
 async fn idle_in_transaction(pool: &PgPool) -> i64 {
@@ -25,14 +24,10 @@ async fn idle_in_transaction(pool: &PgPool) -> i64 {
 
 #[tokio::test]
 async fn a_holder_paused_past_its_lease_writes_nothing_when_it_wakes() {
-    let (database, pool) = migrated_db().await;
-    let loans = seed(&pool, &fixed_loans(32)).await;
-    let (from, to) = busy_range();
-    let dates = days(from, to);
+    let (database, pool, loans, (from, to), dates) = seeded_busy_range(32).await;
     let replica = |id: &str| Finesettle::new(database.url(), id).with_a_short_lease();
 
-    let mut a = replica("replica-a").spawn(&backfill(from, to));
-    let paused = stop_in_the_middle_of_a_date(&mut a, &pool, "replica-a").await;
+    let (a, paused) = replica("replica-a").backfill_stopped_mid_date(&pool, from, to).await;
     let token_a = paused.fencing_token;
 
     // Paused, A renews nothing: its lease runs out. If it was stopped inside a transaction, that
@@ -92,11 +87,8 @@ async fn a_holder_paused_past_its_lease_writes_nothing_when_it_wakes() {
         before_waking,
         "A wrote after it lost the lock"
     );
-    let timeline: Vec<(String, String, Option<i64>)> = attempts(&pool)
-        .await
-        .into_iter()
-        .map(|t| (t.instance_id, t.outcome, t.fencing_token))
-        .collect();
+    let timeline: Vec<(String, String, Option<i64>)> =
+        attempts_as(&pool, |t| (t.instance_id, t.outcome, t.fencing_token)).await;
     assert_eq!(
         timeline,
         [

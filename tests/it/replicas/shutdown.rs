@@ -15,7 +15,7 @@ use crate::common::checks::{
 use crate::common::data::days;
 use crate::common::oracle::Model;
 use crate::common::process::{Finesettle, Signal, backfill};
-use crate::common::seed::{busy_range, fixed_loans, migrated_db, recent_loans, seed};
+use crate::common::seed::{migrated_db, recent_loans, seed, seeded_busy_range};
 use crate::common::settlement::{assert_matches, fines, ledger};
 use crate::common::slow::slow_dates;
 use crate::replicas::cron::{once_at, whole_second_in};
@@ -28,10 +28,7 @@ use crate::replicas::cron::{once_at, whole_second_in};
 /// released; then a later run completes the range. Answers the execution of the date that was
 /// running at SIGTERM, as it ended.
 async fn sigterm_in_the_middle_of_a_date(grace: &str, release_after: &str) -> Execution {
-    let (database, pool) = migrated_db().await;
-    let loans = seed(&pool, &fixed_loans(61)).await;
-    let (from, to) = busy_range();
-    let dates = days(from, to);
+    let (database, pool, loans, (from, to), dates) = seeded_busy_range(61).await;
     let mut serve = Finesettle::new(database.url(), "replica-p")
         // Only the operator's backfill runs: no cron fire, no catch-up at start.
         .env("FINESETTLE_SCHEDULER_ENABLED", "false")

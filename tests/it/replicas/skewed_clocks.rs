@@ -17,6 +17,7 @@ use sqlx::PgPool;
 
 use crate::common::checks::{assert_settled_exactly_once, executions, poll_until};
 use crate::common::data::days;
+use crate::common::database::TestDatabase;
 use crate::common::process::Finesettle;
 use crate::common::seed::{migrated_db, recent_loans, seed};
 use crate::common::{TestApp, spawn_with_clock};
@@ -42,6 +43,16 @@ fn zone_at_ten_pm(now: DateTime<Utc>) -> Tz {
     name.parse().expect("an Etc/GMT zone")
 }
 
+/// A migrated database seeded with `recent_loans(loans_seed, today)`, in a zone where the
+/// database's clock is between 22:00 and 23:00: (database, pool, zone, today in it, loans).
+async fn seeded_at_ten_pm(loans_seed: u64) -> (TestDatabase, PgPool, Tz, NaiveDate, Vec<(i64, LoanTerms)>) {
+    let (database, pool) = migrated_db().await;
+    let tz = zone_at_ten_pm(finesettle::store::clock::now(&pool).await.unwrap());
+    let today = business_date(finesettle::store::clock::now(&pool).await.unwrap(), tz);
+    let loans = seed(&pool, &recent_loans(loans_seed, today)).await;
+    (database, pool, tz, today, loans)
+}
+
 /// A cron fire as the attempt timeline recorded it.
 #[derive(Debug, sqlx::FromRow)]
 struct Fire {
@@ -63,11 +74,8 @@ async fn cron_fires(pool: &PgPool) -> Vec<Fire> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_with_wrong_clocks_fire_on_the_database_clock_and_settle_only_ended_dates() {
-    let (database, pool) = migrated_db().await;
-    let tz = zone_at_ten_pm(finesettle::store::clock::now(&pool).await.unwrap());
-    let today = business_date(finesettle::store::clock::now(&pool).await.unwrap(), tz);
+    let (database, pool, tz, today, loans) = seeded_at_ten_pm(19).await;
     let start = today - Days::new(3);
-    let loans = seed(&pool, &recent_loans(19, today)).await;
 
     let settings = |id: &'static str| {
         move |s: &mut Settings| {
@@ -128,11 +136,8 @@ async fn replicas_with_wrong_clocks_fire_on_the_database_clock_and_settle_only_e
 /// through the seam the test above shifts, not around it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_binaries_under_faketime_fire_on_the_database_clock_and_settle_only_ended_dates() {
-    let (database, pool) = migrated_db().await;
-    let tz = zone_at_ten_pm(finesettle::store::clock::now(&pool).await.unwrap());
-    let today = business_date(finesettle::store::clock::now(&pool).await.unwrap(), tz);
+    let (database, pool, tz, today, loans) = seeded_at_ten_pm(23).await;
     let start = today - Days::new(3);
-    let loans = seed(&pool, &recent_loans(23, today)).await;
     let replica = |id: &str, offset: &str| {
         Finesettle::under_faketime(database.url(), id, offset)
             .env("FINESETTLE_BUSINESS_TZ", tz.name())

@@ -7,7 +7,7 @@ use chrono_tz::Tz;
 
 use croner::JobType;
 
-use super::{croner, sched, strs, utc};
+use super::{assert_latest_at_or_before, assert_next_after, assert_upcoming, croner, sched, strs, utc};
 
 /// croner's own zone-aware answers, stepping from one fire to the next.
 fn croner_chain(expr: &str, tz: Tz, after: &str, n: usize) -> Vec<DateTime<Utc>> {
@@ -21,6 +21,14 @@ fn croner_chain(expr: &str, tz: Tz, after: &str, n: usize) -> Vec<DateTime<Utc>>
         .collect()
 }
 
+/// Asserts that croner, stepped from fire to fire in New York after `after`, produces the
+/// `expected` instants too.
+#[track_caller]
+fn assert_croner_agrees(expr: &str, after: &str, expected: &[&str]) {
+    let chain = croner_chain(expr, New_York, after, expected.len());
+    assert_eq!(strs(&chain), expected, "croner's chain of {expr} after {after}");
+}
+
 #[test]
 fn new_york_spring_forward_missing_time_shifts_to_end_of_gap() {
     let s = sched("0 30 2 * * *", New_York);
@@ -32,30 +40,22 @@ fn new_york_spring_forward_missing_time_shifts_to_end_of_gap() {
     let got = s.upcoming(utc("2026-03-07T00:00:00Z"), 3);
     assert_eq!(strs(&got), expected);
     // croner, stepped from fire to fire, produces the same instants.
-    assert_eq!(
-        strs(&croner_chain("0 30 2 * * *", New_York, "2026-03-07T00:00:00Z", 3)),
-        expected
-    );
+    assert_croner_agrees("0 30 2 * * *", "2026-03-07T00:00:00Z", &expected);
     // Boundaries around the shifted fire.
-    assert_eq!(
-        s.next_after(utc("2026-03-08T06:59:59Z")),
-        Some(utc("2026-03-08T07:00:00Z"))
+    assert_next_after(
+        &s,
+        &[
+            ("2026-03-08T06:59:59Z", "2026-03-08T07:00:00Z"),
+            ("2026-03-08T07:00:00Z", "2026-03-09T06:30:00Z"),
+        ],
     );
-    assert_eq!(
-        s.next_after(utc("2026-03-08T07:00:00Z")),
-        Some(utc("2026-03-09T06:30:00Z"))
-    );
-    assert_eq!(
-        s.latest_at_or_before(utc("2026-03-08T07:00:00Z")),
-        Some(utc("2026-03-08T07:00:00Z"))
-    );
-    assert_eq!(
-        s.latest_at_or_before(utc("2026-03-08T06:59:59Z")),
-        Some(utc("2026-03-07T07:30:00Z"))
-    );
-    assert_eq!(
-        s.latest_at_or_before(utc("2026-03-09T06:29:59Z")),
-        Some(utc("2026-03-08T07:00:00Z"))
+    assert_latest_at_or_before(
+        &s,
+        &[
+            ("2026-03-08T07:00:00Z", "2026-03-08T07:00:00Z"),
+            ("2026-03-08T06:59:59Z", "2026-03-07T07:30:00Z"),
+            ("2026-03-09T06:29:59Z", "2026-03-08T07:00:00Z"),
+        ],
     );
 }
 
@@ -64,9 +64,10 @@ fn new_york_two_am_on_spring_forward_day() {
     // 02:00 itself is the first missing second: fires at 03:00 EDT, which is the same UTC
     // instant as the previous day's 02:00 EST — still one fire per local date.
     let s = sched("0 0 2 * * *", New_York);
-    assert_eq!(
-        strs(&s.upcoming(utc("2026-03-07T00:00:00Z"), 3)),
-        ["2026-03-07T07:00:00Z", "2026-03-08T07:00:00Z", "2026-03-09T06:00:00Z"]
+    assert_upcoming(
+        &s,
+        "2026-03-07T00:00:00Z",
+        &["2026-03-07T07:00:00Z", "2026-03-08T07:00:00Z", "2026-03-09T06:00:00Z"],
     );
 }
 
@@ -78,11 +79,8 @@ fn new_york_fall_back_two_thirty_fires_once() {
         "2026-11-01T07:30:00Z", // 02:30 EST, after the repeated hour
         "2026-11-02T07:30:00Z", // 02:30 EST
     ];
-    assert_eq!(strs(&s.upcoming(utc("2026-10-31T00:00:00Z"), 3)), expected);
-    assert_eq!(
-        strs(&croner_chain("0 30 2 * * *", New_York, "2026-10-31T00:00:00Z", 3)),
-        expected
-    );
+    assert_upcoming(&s, "2026-10-31T00:00:00Z", &expected);
+    assert_croner_agrees("0 30 2 * * *", "2026-10-31T00:00:00Z", &expected);
 }
 
 #[test]
@@ -93,11 +91,8 @@ fn new_york_fall_back_repeated_one_thirty_fires_once_at_first_occurrence() {
         "2026-11-01T05:30:00Z", // 01:30 EDT, first pass; 01:30 EST (06:30Z) does not fire
         "2026-11-02T06:30:00Z", // 01:30 EST
     ];
-    assert_eq!(strs(&s.upcoming(utc("2026-10-31T00:00:00Z"), 3)), expected);
-    assert_eq!(
-        strs(&croner_chain("0 30 1 * * *", New_York, "2026-10-31T00:00:00Z", 3)),
-        expected
-    );
+    assert_upcoming(&s, "2026-10-31T00:00:00Z", &expected);
+    assert_croner_agrees("0 30 1 * * *", "2026-10-31T00:00:00Z", &expected);
     // From inside the second pass, the next fire is tomorrow — croner answers 05:30Z here,
     // an instant *before* its input, which we do not.
     let second_pass = utc("2026-11-01T06:10:00Z");
@@ -118,10 +113,7 @@ fn new_york_fall_back_repeated_one_thirty_fires_once_at_first_occurrence() {
             "at {at}"
         );
     }
-    assert_eq!(
-        s.latest_at_or_before(utc("2026-11-01T05:29:59Z")),
-        Some(utc("2026-10-31T05:30:00Z"))
-    );
+    assert_latest_at_or_before(&s, &[("2026-11-01T05:29:59Z", "2026-10-31T05:30:00Z")]);
     // Exactly one slot on the local date 2026-11-01.
     let day = s.slots_between(utc("2026-11-01T04:00:00Z"), utc("2026-11-02T04:59:59Z"), 100);
     assert_eq!(strs(&day), ["2026-11-01T05:30:00Z"]);
@@ -158,10 +150,7 @@ fn interval_expressions_follow_elapsed_time_through_both_changes() {
         }
     }
     // Where croner jumps from 01:59:59 EDT to 02:00:00 EST, skipping the second pass.
-    assert_eq!(
-        s.next_after(utc("2026-11-01T05:59:59Z")),
-        Some(utc("2026-11-01T06:00:00Z"))
-    );
+    assert_next_after(&s, &[("2026-11-01T05:59:59Z", "2026-11-01T06:00:00Z")]);
     assert_eq!(
         croner_chain("*/1 * * * * *", New_York, "2026-11-01T05:59:59Z", 1),
         [utc("2026-11-01T07:00:00Z")]
@@ -220,10 +209,7 @@ fn croner_zone_search_breaks_the_rules() {
         .unwrap();
     assert_eq!(back.to_utc(), utc("2026-03-08T06:59:59Z"));
     let s = sched("0 30 2 * * *", New_York);
-    assert_eq!(
-        s.latest_at_or_before(utc("2026-03-08T08:00:00Z")),
-        Some(utc("2026-03-08T07:00:00Z"))
-    );
+    assert_latest_at_or_before(&s, &[("2026-03-08T08:00:00Z", "2026-03-08T07:00:00Z")]);
     // It keeps the sub-second part of its input.
     let next = croner("*/1 * * * * *")
         .find_next_occurrence(&utc("2026-01-01T00:00:00.5Z"), false)

@@ -40,3 +40,29 @@ fn croner(expr: &str) -> Cron {
         .parse(expr)
         .expect("valid expression")
 }
+
+/// Asserts the first fires of `s` after `after`, each as RFC 3339 (`expected.len()` of them).
+#[track_caller]
+fn assert_upcoming(s: &CronSchedule, after: &str, expected: &[&str]) {
+    assert_eq!(strs(&s.upcoming(utc(after), expected.len())), expected, "after {after}");
+}
+
+/// Asserts `next_after` for each (instant, the fire strictly after it) pair.
+#[track_caller]
+fn assert_next_after(s: &CronSchedule, cases: &[(&str, &str)]) {
+    for (at, expected) in cases {
+        assert_eq!(s.next_after(utc(at)), Some(utc(expected)), "next after {at}");
+    }
+}
+
+/// Asserts `latest_at_or_before` for each (instant, the last fire at or before it) pair.
+#[track_caller]
+fn assert_latest_at_or_before(s: &CronSchedule, cases: &[(&str, &str)]) {
+    for (at, expected) in cases {
+        assert_eq!(
+            s.latest_at_or_before(utc(at)),
+            Some(utc(expected)),
+            "latest at or before {at}"
+        );
+    }
+}

@@ -5,7 +5,7 @@ use chrono_tz::America::New_York;
 use chrono_tz::Asia::Shanghai;
 use finesettle::schedule::{CronSchedule, ScheduleError, settle_target};
 
-use super::{local, sched, strs, utc};
+use super::{assert_next_after, assert_upcoming, local, sched, utc};
 
 #[test]
 fn parses_six_and_seven_fields() {
@@ -14,10 +14,7 @@ fn parses_six_and_seven_fields() {
     assert_eq!(s.tz(), Shanghai);
     assert_eq!(s.to_string(), "0 0 2 * * * (Asia/Shanghai)");
     let y = sched("0 0 2 * * * 2030", Shanghai);
-    assert_eq!(
-        y.next_after(utc("2026-06-01T00:00:00Z")),
-        Some(utc("2029-12-31T18:00:00Z"))
-    );
+    assert_next_after(&y, &[("2026-06-01T00:00:00Z", "2029-12-31T18:00:00Z")]);
 }
 
 #[test]
@@ -61,9 +58,10 @@ fn classifies_wall_clock_and_interval_expressions() {
 fn day_of_month_or_day_of_week() {
     // Classic cron: both restricted means either matches. 2026-06-01 is a Monday.
     let s = sched("0 0 12 15 * MON", chrono_tz::UTC);
-    assert_eq!(
-        strs(&s.upcoming(utc("2026-05-31T00:00:00Z"), 3)),
-        ["2026-06-01T12:00:00Z", "2026-06-08T12:00:00Z", "2026-06-15T12:00:00Z"]
+    assert_upcoming(
+        &s,
+        "2026-05-31T00:00:00Z",
+        &["2026-06-01T12:00:00Z", "2026-06-08T12:00:00Z", "2026-06-15T12:00:00Z"],
     );
 }
 

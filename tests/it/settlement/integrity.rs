@@ -30,6 +30,42 @@ async fn refused_with(pool: &PgPool, sql: &'static str, id: i64, constraint: &st
     refused(sqlx::query(sql).bind(id).execute(pool).await, "23503", constraint);
 }
 
+/// [`refused_with`] for each `(sql, constraint)` in turn, all with `id`.
+async fn all_refused_with(pool: &PgPool, id: i64, cases: &[(&'static str, &str)]) {
+    for &(sql, constraint) in cases {
+        refused_with(pool, sql, id, constraint).await;
+    }
+}
+
+const FINE_LOAN: &str = "fine_record_loan_id_fkey";
+const FINE_MEMBER: &str = "fine_record_member_id_fkey";
+const ENTRY_MEMBER: &str = "ledger_entry_member_id_fkey";
+const ENTRY_FINE: &str = "ledger_entry_fine_id_fkey";
+
+/// Runs `sql` with `id` bound to `$1`, which must succeed.
+async fn execute(pool: &PgPool, sql: &'static str, id: i64) {
+    sqlx::query(sql).bind(id).execute(pool).await.unwrap();
+}
+
+/// A member of its own named `name` (`<name>@example.org`); returns its id.
+async fn a_member(pool: &PgPool, name: &str) -> i64 {
+    sqlx::query_scalar("insert into member (name, email) values ($1, $1 || '@example.org') returning id")
+        .bind(name)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Inserts [`INSERT_FINE`] for `loan` and `member`, which must succeed.
+async fn insert_fine(pool: &PgPool, loan: i64, member: i64) {
+    sqlx::query(INSERT_FINE)
+        .bind(loan)
+        .bind(member)
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
 /// Every fine and ledger entry names a loan, member and fine that exist.
 async fn assert_no_orphans(pool: &PgPool) {
     let orphans: (i64, i64, i64, i64) = sqlx::query_as(
@@ -117,12 +153,12 @@ async fn a_fine_cannot_name_a_missing_loan_or_member() {
         .execute(&db.pool)
         .await,
         "23503",
-        "fine_record_loan_id_fkey",
+        FINE_LOAN,
     );
     refused(
         sqlx::query(INSERT_FINE).bind(bare).bind(-7_i64).execute(&db.pool).await,
         "23503",
-        "fine_record_member_id_fkey",
+        FINE_MEMBER,
     );
     // The accrual's own upsert, with a loan that does not exist.
     refused(
@@ -134,31 +170,17 @@ async fn a_fine_cannot_name_a_missing_loan_or_member() {
         .execute(&db.pool)
         .await,
         "23503",
-        "fine_record_loan_id_fkey",
+        FINE_LOAN,
     );
     // Moving an existing fine onto a missing loan or member.
-    refused_with(
-        &db.pool,
-        "update fine_record set loan_id = -1 where id = $1",
-        fine,
-        "fine_record_loan_id_fkey",
-    )
-    .await;
-    refused_with(
-        &db.pool,
-        "update fine_record set member_id = -1 where id = $1",
-        fine,
-        "fine_record_member_id_fkey",
-    )
-    .await;
+    let moves = [
+        ("update fine_record set loan_id = -1 where id = $1", FINE_LOAN),
+        ("update fine_record set member_id = -1 where id = $1", FINE_MEMBER),
+    ];
+    all_refused_with(&db.pool, fine, &moves).await;
     assert_eq!(count(db.pool.clone()).await, before);
     // A fine of an existing loan and member is of course accepted.
-    sqlx::query(INSERT_FINE)
-        .bind(bare)
-        .bind(bare_member)
-        .execute(&db.pool)
-        .await
-        .unwrap();
+    insert_fine(&db.pool, bare, bare_member).await;
     let _ = loan;
     assert_no_orphans(&db.pool).await;
 }
@@ -168,12 +190,7 @@ async fn a_ledger_entry_cannot_name_a_missing_member_or_fine() {
     let db = settled_march().await;
     let (fine, _, member) = a_settled_fine(&db.pool).await;
     let (bare, bare_member) = a_bare_loan(&db.pool).await;
-    sqlx::query(INSERT_FINE)
-        .bind(bare)
-        .bind(bare_member)
-        .execute(&db.pool)
-        .await
-        .unwrap();
+    insert_fine(&db.pool, bare, bare_member).await;
     refused(
         sqlx::query(
             "insert into ledger_entry (member_id, fine_id, kind, amount_cents)
@@ -183,7 +200,7 @@ async fn a_ledger_entry_cannot_name_a_missing_member_or_fine() {
         .execute(&db.pool)
         .await,
         "23503",
-        "ledger_entry_fine_id_fkey",
+        ENTRY_FINE,
     );
     refused(
         sqlx::query(
@@ -192,27 +209,18 @@ async fn a_ledger_entry_cannot_name_a_missing_member_or_fine() {
         .execute(&db.pool)
         .await,
         "23503",
-        "ledger_entry_member_id_fkey",
+        ENTRY_MEMBER,
     );
     let charge: i64 = sqlx::query_scalar("select id from ledger_entry where fine_id = $1 and kind = 'CHARGE'")
         .bind(fine)
         .fetch_one(&db.pool)
         .await
         .unwrap();
-    refused_with(
-        &db.pool,
-        "update ledger_entry set fine_id = -1 where id = $1",
-        charge,
-        "ledger_entry_fine_id_fkey",
-    )
-    .await;
-    refused_with(
-        &db.pool,
-        "update ledger_entry set member_id = -1 where id = $1",
-        charge,
-        "ledger_entry_member_id_fkey",
-    )
-    .await;
+    let moves = [
+        ("update ledger_entry set fine_id = -1 where id = $1", ENTRY_FINE),
+        ("update ledger_entry set member_id = -1 where id = $1", ENTRY_MEMBER),
+    ];
+    all_refused_with(&db.pool, charge, &moves).await;
     assert_no_orphans(&db.pool).await;
 }
 
@@ -223,20 +231,11 @@ async fn a_referenced_loan_member_or_fine_cannot_be_removed() {
     sqlx::query("delete from loan_change").execute(&db.pool).await.unwrap();
 
     // The loan of a fine: deleted, given a new id, truncated.
-    refused_with(
-        &db.pool,
-        "delete from loan where id = $1",
-        loan,
-        "fine_record_loan_id_fkey",
-    )
-    .await;
-    refused_with(
-        &db.pool,
-        "update loan set id = default where id = $1",
-        loan,
-        "fine_record_loan_id_fkey",
-    )
-    .await;
+    let removals = [
+        ("delete from loan where id = $1", FINE_LOAN),
+        ("update loan set id = default where id = $1", FINE_LOAN),
+    ];
+    all_refused_with(&db.pool, loan, &removals).await;
     assert!(
         sqlx::raw_sql("truncate loan, loan_change, notification")
             .execute(&db.pool)
@@ -247,87 +246,35 @@ async fn a_referenced_loan_member_or_fine_cannot_be_removed() {
     // A member named only by a fine (not by a loan, whose own key would refuse first), and one
     // named only by a payment.
     let (bare, _) = a_bare_loan(&db.pool).await;
-    let lone: i64 =
-        sqlx::query_scalar("insert into member (name, email) values ('lone', 'lone@example.org') returning id")
-            .fetch_one(&db.pool)
-            .await
-            .unwrap();
-    sqlx::query(INSERT_FINE)
-        .bind(bare)
-        .bind(lone)
-        .execute(&db.pool)
-        .await
-        .unwrap();
-    refused_with(
-        &db.pool,
-        "delete from member where id = $1",
-        lone,
-        "fine_record_member_id_fkey",
-    )
-    .await;
-    refused_with(
-        &db.pool,
-        "update member set id = default where id = $1",
-        lone,
-        "fine_record_member_id_fkey",
-    )
-    .await;
-    let payer: i64 =
-        sqlx::query_scalar("insert into member (name, email) values ('payer', 'payer@example.org') returning id")
-            .fetch_one(&db.pool)
-            .await
-            .unwrap();
-    sqlx::query("insert into ledger_entry (member_id, kind, amount_cents) values ($1, 'PAYMENT', -100)")
-        .bind(payer)
-        .execute(&db.pool)
-        .await
-        .unwrap();
-    refused_with(
-        &db.pool,
-        "delete from member where id = $1",
-        payer,
-        "ledger_entry_member_id_fkey",
-    )
-    .await;
+    let lone = a_member(&db.pool, "lone").await;
+    insert_fine(&db.pool, bare, lone).await;
+    let removals = [
+        ("delete from member where id = $1", FINE_MEMBER),
+        ("update member set id = default where id = $1", FINE_MEMBER),
+    ];
+    all_refused_with(&db.pool, lone, &removals).await;
+    let payer = a_member(&db.pool, "payer").await;
+    let payment = "insert into ledger_entry (member_id, kind, amount_cents) values ($1, 'PAYMENT', -100)";
+    execute(&db.pool, payment, payer).await;
+    refused_with(&db.pool, "delete from member where id = $1", payer, ENTRY_MEMBER).await;
 
     // The fine of a CHARGE.
-    refused_with(
-        &db.pool,
-        "delete from fine_record where id = $1",
-        fine,
-        "ledger_entry_fine_id_fkey",
-    )
-    .await;
-    refused_with(
-        &db.pool,
-        "update fine_record set id = default where id = $1",
-        fine,
-        "ledger_entry_fine_id_fkey",
-    )
-    .await;
+    let removals = [
+        ("delete from fine_record where id = $1", ENTRY_FINE),
+        ("update fine_record set id = default where id = $1", ENTRY_FINE),
+    ];
+    all_refused_with(&db.pool, fine, &removals).await;
     assert!(sqlx::raw_sql("truncate fine_record").execute(&db.pool).await.is_err());
     assert_no_orphans(&db.pool).await;
 
     // Parents nothing names go, and whole families go together.
-    let unnamed: i64 =
-        sqlx::query_scalar("insert into member (name, email) values ('unnamed', 'unnamed@example.org') returning id")
-            .fetch_one(&db.pool)
-            .await
-            .unwrap();
-    sqlx::query("delete from member where id = $1")
-        .bind(unnamed)
-        .execute(&db.pool)
-        .await
-        .unwrap();
+    let unnamed = a_member(&db.pool, "unnamed").await;
+    execute(&db.pool, "delete from member where id = $1", unnamed).await;
     sqlx::raw_sql("delete from ledger_entry; delete from fine_record")
         .execute(&db.pool)
         .await
         .unwrap();
-    sqlx::query("delete from loan where id = $1")
-        .bind(loan)
-        .execute(&db.pool)
-        .await
-        .unwrap();
+    execute(&db.pool, "delete from loan where id = $1", loan).await;
 }
 
 /// A fine inserted while its loan is deleted: whichever comes first, the other waits for it and
@@ -379,7 +326,7 @@ async fn a_fine_and_the_removal_of_its_loan_cannot_both_commit() {
             .await
             .expect("the second statement ends once the first commits")
             .unwrap();
-        refused(result, "23503", "fine_record_loan_id_fkey");
+        refused(result, "23503", FINE_LOAN);
         assert_no_orphans(&db.pool).await;
     }
 }
@@ -396,11 +343,7 @@ async fn parents_are_removed_in_read_committed_and_children_checked_in_any_isola
         .execute(&mut *old)
         .await
         .unwrap();
-    sqlx::query("delete from loan where id = $1")
-        .bind(loan)
-        .execute(&db.pool)
-        .await
-        .unwrap();
+    execute(&db.pool, "delete from loan where id = $1", loan).await;
     let err = sqlx::query(INSERT_FINE)
         .bind(loan)
         .bind(member)
@@ -483,12 +426,7 @@ async fn a_fine_status_only_moves_forward_and_a_settled_amount_never_changes() {
 
     // PENDING -> SETTLED and PENDING -> VOID are allowed.
     let (bare, member) = a_bare_loan(&db.pool).await;
-    sqlx::query(INSERT_FINE)
-        .bind(bare)
-        .bind(member)
-        .execute(&db.pool)
-        .await
-        .unwrap();
+    insert_fine(&db.pool, bare, member).await;
     let pending: i64 = sqlx::query_scalar("select id from fine_record where loan_id = $1")
         .bind(bare)
         .fetch_one(&db.pool)
@@ -501,11 +439,8 @@ async fn a_fine_status_only_moves_forward_and_a_settled_amount_never_changes() {
         .await
         .unwrap();
     tx.rollback().await.unwrap();
-    sqlx::query("update fine_record set status = 'VOID', voided_at = now(), void_reason = 'test' where id = $1")
-        .bind(pending)
-        .execute(&db.pool)
-        .await
-        .unwrap();
+    let void = "update fine_record set status = 'VOID', voided_at = now(), void_reason = 'test' where id = $1";
+    execute(&db.pool, void, pending).await;
 
     // Whatever a statement writes into updated_at, the row says when it was last changed.
     let mut tx = db.pool.begin().await.unwrap();
