@@ -41,10 +41,10 @@ pub use backfill::{
     manual_range,
 };
 pub use calendar::{business_date, format_month, month_end, month_start, parse_month, same_month};
-pub use ids::{FencingToken, LoanId, MemberId, OwnerToken, TaskName};
 pub use fine::{
     FineOverflow, MAX_DAILY_FINE_CENTS, MonthlyFine, accrue, final_fine, fine_for_month, is_final, try_fine_for_month,
 };
+pub use ids::{FencingToken, LoanId, MemberId, OwnerToken, TaskName};
 pub use loan::{LoanError, LoanTerms};
 pub use status::{FineStatus, LedgerKind, ParseStatusError, can_transition};
 pub use task::SETTLE_FINES;

@@ -99,7 +99,7 @@ pub async fn registered_at(pool: &PgPool, first_seen_at: &str) {
 
 /// The start date the job's first plan records (`FINESETTLE_SETTLE_START_DATE` unset).
 pub async fn recorded_start(pool: &PgPool, start_date: &str) {
-    finesettle::store::start_date::record_first(pool, SETTLE_FINES, date(start_date))
+    finesettle::store::start_date::record_first(pool, &SETTLE_FINES, date(start_date))
         .await
         .expect("record the start date");
 }

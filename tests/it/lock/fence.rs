@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use finesettle::domain::FencingToken;
 use finesettle::lock::{FenceError, Fenced, JobLock, fence, guard};
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
@@ -20,9 +21,9 @@ on_each_backend!(
 );
 
 /// A settlement-shaped transaction: the fence, then a write, then commit.
-async fn fenced_write(pool: &PgPool, fencing_token: i64, email: &str) -> Result<(), FenceError> {
+async fn fenced_write(pool: &PgPool, fencing_token: FencingToken, email: &str) -> Result<(), FenceError> {
     let mut tx = fence::begin(pool).await?;
-    guard(&mut tx, TASK, fencing_token).await?;
+    guard(&mut tx, &TASK, fencing_token).await?;
     insert_member(&mut tx, email).await;
     tx.commit().await?;
     Ok(())
@@ -57,7 +58,7 @@ async fn a_stale_token_is_refused_and_writes_nothing(backend: Backend) {
     let fx = Fixture::new(backend).await;
     let (app, lock) = (&fx.app, &fx.lock);
     let paused = acquire(lock, &spec(TASK, "replica-a")).await;
-    fx.expire(TASK).await;
+    fx.expire(&TASK).await;
     let successor = acquire(lock, &spec(TASK, "replica-b")).await;
     let before = app.row_counts().await;
 
@@ -67,7 +68,7 @@ async fn a_stale_token_is_refused_and_writes_nothing(backend: Backend) {
         Err(FenceError::Fenced(fenced)) => assert_eq!(
             fenced,
             Fenced {
-                task_name: TASK.to_owned(),
+                task_name: TASK,
                 token: paused.fencing_token
             }
         ),
@@ -76,7 +77,12 @@ async fn a_stale_token_is_refused_and_writes_nothing(backend: Backend) {
     assert_eq!(app.row_counts().await, before);
 
     // a token from the future is no better than a stale one
-    let future = fenced_write(&app.pool, successor.fencing_token + 1, "future@example.org").await;
+    let future = fenced_write(
+        &app.pool,
+        FencingToken(successor.fencing_token.0 + 1),
+        "future@example.org",
+    )
+    .await;
     assert!(matches!(future, Err(FenceError::Fenced(_))));
     fenced_write(&app.pool, successor.fencing_token, "successor@example.org")
         .await
@@ -89,7 +95,7 @@ async fn an_unknown_task_is_fenced() {
     let app = spawn_app().await;
     let mut tx = fence::begin(&app.pool).await.unwrap();
     assert!(matches!(
-        guard(&mut tx, "no-such-task", 1).await,
+        guard(&mut tx, &"no-such-task".into(), FencingToken(1)).await,
         Err(FenceError::Fenced(_))
     ));
 }
@@ -99,9 +105,9 @@ async fn a_takeover_waits_for_the_fenced_transaction_and_then_fences_its_holder(
     let (app, lock) = (&fx.app, &fx.lock);
     let holder = acquire(lock, &spec(TASK, "replica-a")).await;
     // the lease runs out while a transaction that passed the fence is still open
-    fx.expire(TASK).await;
+    fx.expire(&TASK).await;
     let mut tx = fence::begin(&app.pool).await.unwrap();
-    guard(&mut tx, TASK, holder.fencing_token)
+    guard(&mut tx, &TASK, holder.fencing_token)
         .await
         .expect("still the current token");
 
@@ -117,7 +123,7 @@ async fn a_takeover_waits_for_the_fenced_transaction_and_then_fences_its_holder(
     insert_member(&mut tx, "last-write@example.org").await;
     tx.commit().await.unwrap();
     let successor = won(takeover.await.unwrap().unwrap());
-    assert_eq!(successor.fencing_token, holder.fencing_token + 1);
+    assert_eq!(successor.fencing_token, FencingToken(holder.fencing_token.0 + 1));
     assert_eq!(members(&app.pool).await, 1);
 
     // from now on the old holder is refused
@@ -130,10 +136,10 @@ async fn a_takeover_behind_a_stuck_transaction_reports_the_lock_held_instead_of_
     let fx = Fixture::new(backend).await;
     let (app, lock) = (&fx.app, &fx.lock);
     let holder = acquire(lock, &spec(TASK, "replica-a")).await;
-    fx.expire(TASK).await;
+    fx.expire(&TASK).await;
     // a holder paused in the middle of a fenced transaction keeps the key-share lock
     let mut stuck = fence::begin(&app.pool).await.unwrap();
-    guard(&mut stuck, TASK, holder.fencing_token).await.unwrap();
+    guard(&mut stuck, &TASK, holder.fencing_token).await.unwrap();
 
     let impatient = fx.lock_with_row_wait(Duration::from_millis(100));
     let (holder_name, _) = held_by(impatient.try_acquire(&spec(TASK, "replica-b")).await.unwrap());
@@ -169,7 +175,7 @@ async fn a_fenced_transaction_may_not_idle_forever_from_its_first_moment() {
         "10s",
         "in force as soon as the transaction is"
     );
-    guard(&mut tx, TASK, lease.fencing_token).await.unwrap();
+    guard(&mut tx, &TASK, lease.fencing_token).await.unwrap();
     assert_eq!(idle_limit(&mut tx).await, "10s");
     // committed, not rolled back: a rollback would undo even a session-wide `set`
     tx.commit().await.unwrap();
@@ -189,15 +195,15 @@ async fn a_holder_paused_inside_a_fenced_transaction_is_cut_off_and_writes_nothi
     let fx = Fixture::new(backend).await;
     let (app, lock) = (&fx.app, &fx.lock);
     let holder = acquire(lock, &spec(TASK, "replica-a")).await;
-    fx.expire(TASK).await;
+    fx.expire(&TASK).await;
     let mut paused = fence::begin(&app.pool).await.unwrap();
-    guard(&mut paused, TASK, holder.fencing_token).await.unwrap();
+    guard(&mut paused, &TASK, holder.fencing_token).await.unwrap();
     // paused (SIGSTOP, GC...) between two statements, past the idle limit
     tokio::time::sleep(finesettle::lock::fence::FENCED_IDLE_TIMEOUT + Duration::from_secs(2)).await;
 
     // the database ended that session: the lock row is free again and the lease can be taken over
     let successor = won(lock.try_acquire(&spec(TASK, "replica-b")).await.unwrap());
-    assert_eq!(successor.fencing_token, holder.fencing_token + 1);
+    assert_eq!(successor.fencing_token, FencingToken(holder.fencing_token.0 + 1));
     // and the paused holder's next write fails instead of landing
     let woke = sqlx::query("insert into member (name, email) values ('Paused', 'paused@example.org')")
         .execute(&mut *paused)
