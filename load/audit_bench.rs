@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::ensure;
 use chrono::{Days, NaiveDate};
 use finesettle::audit::{AuditConfig, AuditReport, audit_month};
-use finesettle::domain::{format_month, month_end, month_start};
+use finesettle::domain::{FencingToken, TaskName, format_month, month_end, month_start};
 use finesettle::seed::{Policy, SeedOptions};
 use finesettle::settlement::{self, DateStatus, RunContext, Trigger};
 use finesettle::store::database;
@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 mod common;
 use common::{database_url, drop_database, env_or, ms, per_second, recreate_database, server_url};
 
-const TASK: &str = "settle-fines";
+const TASK: TaskName = TaskName::from_static("settle-fines");
 const DB: &str = "finesettle_bench_audit";
 
 #[tokio::main]
@@ -77,7 +77,7 @@ async fn main() -> anyhow::Result<()> {
     println!("settled in {:.1} s", settle_time.as_secs_f64());
 
     let config = AuditConfig {
-        task_name: TASK.to_owned(),
+        task_name: TASK,
         configured_start: Some(last_day),
         webhook_enabled: false,
     };
@@ -149,8 +149,8 @@ async fn settle(pool: &PgPool, date: NaiveDate, batch_size: i64) -> anyhow::Resu
     .execute(pool)
     .await?;
     let ctx = RunContext {
-        task_name: TASK.to_owned(),
-        fencing_token: 7,
+        task_name: TASK,
+        fencing_token: FencingToken(7),
         instance_id: "bench".to_owned(),
         trigger: Trigger::Manual,
         start_date: date,

@@ -41,6 +41,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
+use finesettle::domain::TaskName;
 use finesettle::lock::{Acquired, JobLock, LockSpec};
 use finesettle::store::database;
 use sqlx::PgPool;
@@ -50,7 +51,7 @@ mod common;
 use common::{database_url, drop_database, env_or, ms, per_second, recreate_database, server_url};
 
 const DB: &str = "finesettle_lockbench";
-const TASK: &str = "bench-lock";
+const TASK: TaskName = TaskName::from_static("bench-lock");
 /// The aim: lock time per cycle at most 1.1 × the floor's, at the mean and at the median.
 const AIM: f64 = 1.1;
 
@@ -81,7 +82,7 @@ async fn main() -> anyhow::Result<()> {
 
     let lock = JobLock::postgres(pool.clone());
     let spec = LockSpec {
-        task_name: TASK.to_owned(),
+        task_name: TASK,
         instance_id: "bench".to_owned(),
         at_most_for: Duration::from_secs(15 * 60),
         at_least_for: Duration::ZERO,

@@ -52,6 +52,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
 use chrono::NaiveDate;
+use finesettle::domain::{FencingToken, TaskName};
 use finesettle::settlement::{self, DateStatus, RunContext, Trigger};
 use finesettle::store::database;
 use sqlx::{AssertSqlSafe, PgPool};
@@ -61,7 +62,7 @@ use tokio_util::sync::CancellationToken;
 mod common;
 use common::{database_url, drop_database, env_or, ms, per_second, recreate_database, server_url};
 
-const TASK: &str = "settle-fines";
+const TASK: TaskName = TaskName::from_static("settle-fines");
 const DB_SEED: &str = "finesettle_bench_settle_seed";
 const DB_A: &str = "finesettle_bench_settle_a";
 const DB_B: &str = "finesettle_bench_settle_b";
@@ -106,8 +107,8 @@ async fn main() -> anyhow::Result<()> {
     println!("seeded in {:.1} s", seeded.elapsed().as_secs_f64());
 
     let ctx = RunContext {
-        task_name: TASK.to_owned(),
-        fencing_token: 7,
+        task_name: TASK,
+        fencing_token: FencingToken(7),
         instance_id: "bench".to_owned(),
         trigger: Trigger::Manual,
         // Months from January on: the imports of (d) owe fines for January and February.
@@ -218,7 +219,7 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     let before = row_versions(&pool_a).await?;
     let rerun_ctx = RunContext {
-        fencing_token: 8,
+        fencing_token: FencingToken(8),
         ..ctx.clone()
     };
     let rerun_started = Instant::now();

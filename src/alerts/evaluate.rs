@@ -9,8 +9,8 @@ use super::Alert;
 use super::conditions::{self, ClockSkewLimits, Expectation};
 use super::publish::Publisher;
 use crate::config::Settings;
-use crate::domain::SETTLE_FINES;
 use crate::domain::alert::{AlertKind, NewAlert};
+use crate::domain::{SETTLE_FINES, TaskName};
 use crate::schedule::CronSchedule;
 use crate::store;
 use crate::telemetry::CLOCK_SKEW_PROBE_INTERVAL;
@@ -30,7 +30,7 @@ pub const CLOCK_MEASUREMENT_STALE_AFTER: Duration = CLOCK_SKEW_PROBE_INTERVAL.sa
 /// Everything an evaluation needs to know about one task.
 #[derive(Debug, Clone)]
 pub struct AlertRules {
-    pub task_name: String,
+    pub task_name: TaskName,
     /// The task's cron in the business zone: its slots are the dates MISSED expects.
     pub schedule: CronSchedule,
     pub job_timeout: Duration,
@@ -50,7 +50,7 @@ impl AlertRules {
     /// MISSED expects are exactly the ones its ticker fires.
     pub fn for_settlement(schedule: &CronSchedule, settings: &Settings) -> Self {
         AlertRules {
-            task_name: SETTLE_FINES.to_string(),
+            task_name: SETTLE_FINES,
             schedule: schedule.clone(),
             job_timeout: settings.job.job_timeout,
             missed_grace: settings.job.missed_grace,
@@ -85,7 +85,7 @@ pub async fn evaluate_once(pool: &PgPool, rules: &AlertRules) -> anyhow::Result<
 /// Safe to run on any number of replicas at once: the unique `(kind, task_name, business_date)`
 /// lets exactly one insert win, and resolution skips rows another replica has locked.
 pub async fn evaluate_at(pool: &PgPool, rules: &AlertRules, at: DateTime<Utc>) -> anyhow::Result<EvaluationReport> {
-    let task = rules.task_name.as_str();
+    let task = &rules.task_name;
     let mut candidates: Vec<NewAlert> = store::alerts::failed_without_success(pool, task)
         .await?
         .into_iter()

@@ -42,7 +42,7 @@ pub use crate::domain::SETTLE_FINES;
 /// Records that `task_name` is deployed, unless a replica already did. A date whose slot came
 /// before the first registration gets its MISSED grace from the registration instead: a service
 /// cannot have missed a fire from before it ran. Idempotent; every replica calls it at start.
-pub async fn register(pool: &sqlx::PgPool, task_name: &str) -> sqlx::Result<()> {
+pub async fn register(pool: &sqlx::PgPool, task_name: &crate::domain::TaskName) -> sqlx::Result<()> {
     store::alerts::register_job(pool, task_name).await
 }
 

@@ -7,6 +7,7 @@ use chrono::NaiveDate;
 use sqlx::PgPool;
 
 use super::{Alert, AlertEvent, Notification};
+use crate::domain::TaskName;
 use crate::domain::alert::{AlertKind, NewAlert};
 use crate::store;
 
@@ -14,7 +15,7 @@ use crate::store;
 #[derive(Debug, Clone, Copy)]
 pub struct Publisher<'a> {
     pub pool: &'a PgPool,
-    pub task_name: &'a str,
+    pub task_name: &'a TaskName,
     /// Queue a webhook notification with every raise and resolve (`FINESETTLE_ALERT_WEBHOOK`).
     pub webhook_enabled: bool,
 }

@@ -37,7 +37,7 @@ pub use report::{AuditFinding, AuditReport, MAX_LISTED};
 
 use crate::config::Settings;
 use crate::domain::audit::{LoanFacts, NotFinal, StoredFine, audit_loan, check_final};
-use crate::domain::{FineStatus, LoanTerms, format_month, month_end, month_start};
+use crate::domain::{FineStatus, LoanTerms, TaskName, format_month, month_end, month_start};
 use crate::settlement::settle::NO_OVERDUE_DAYS;
 use crate::store;
 use crate::store::audit::FactRow;
@@ -46,7 +46,7 @@ use crate::store::audit::FactRow;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditConfig {
     /// The job whose fines are audited, and the task its alerts belong to.
-    pub task_name: String,
+    pub task_name: TaskName,
     /// `FINESETTLE_SETTLE_START_DATE`; unset, the recorded start date is used.
     pub configured_start: Option<NaiveDate>,
     /// Queue a webhook notification with the alert (`FINESETTLE_ALERT_WEBHOOK` is set).
@@ -57,7 +57,7 @@ impl AuditConfig {
     /// The audit of `settle-fines`, from the service settings.
     pub fn from_settings(settings: &Settings) -> Self {
         AuditConfig {
-            task_name: crate::domain::SETTLE_FINES.to_string(),
+            task_name: crate::domain::SETTLE_FINES,
             configured_start: settings.job.settle_start_date,
             webhook_enabled: settings.alert_webhook.is_some(),
         }
@@ -82,7 +82,7 @@ pub async fn audit_month(pool: &PgPool, config: &AuditConfig, month: NaiveDate) 
     let started = Instant::now();
     let month = month_start(month);
     let last_day = month_end(month);
-    let task = config.task_name.as_str();
+    let task = &config.task_name;
 
     // One snapshot for the finality check and the facts; the audit writes nothing here.
     let mut tx = pool

@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 
 use crate::alerts::Alert;
 use crate::domain::LoanId;
+use crate::domain::TaskName;
 use crate::domain::audit::{Class, LoanFacts, Reason, Verdict};
 
 /// How many findings each list of a report carries at most. The totals count them all; a month
@@ -18,7 +19,8 @@ pub const MAX_LISTED: usize = 1000;
 /// The audit of one month.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AuditReport {
-    pub task_name: String,
+    #[schema(value_type = String)]
+    pub task_name: TaskName,
     /// The audited month, `YYYY-MM`.
     #[schema(example = "2026-03")]
     pub month: String,

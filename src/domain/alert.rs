@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use strum::{Display, EnumString, IntoStaticStr};
 use utoipa::ToSchema;
 
+use crate::domain::TaskName;
+
 // Stored (`alert.kind`, a text column with a check constraint), sent and logged in upper case
 // with words split by `_` (`CLOCK_SKEW`); every form is derived from that one rule. (The doc
 // comment is the OpenAPI description.)
@@ -116,7 +118,8 @@ impl UnknownName {
 pub struct Alert {
     pub id: i64,
     pub kind: AlertKind,
-    pub task_name: String,
+    #[schema(value_type = String)]
+    pub task_name: TaskName,
     /// The business date the alert is about (`YYYY-MM-DD`); for AUDIT, the first day of the
     /// audited month.
     pub business_date: NaiveDate,

@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 use super::SettleJob;
 use super::plan::{Plan, PlanError, Request};
 use super::walk;
-use crate::domain::{BeforeStart, RangeError};
+use crate::domain::{BeforeStart, FencingToken, RangeError};
 use crate::lock::{Acquired, Lease, LeaseKeeper};
 use crate::settlement::{DateOutcome, RunContext, Trigger, WalkObserver, WalkReport};
 use crate::store::attempts::{self, AttemptOutcome, NewAttempt};
@@ -63,7 +63,7 @@ pub enum Activity {
     /// Won the lock and walking its dates.
     Walking {
         trigger: Trigger,
-        fencing_token: i64,
+        fencing_token: FencingToken,
         dates: Vec<NaiveDate>,
     },
 }
@@ -97,7 +97,7 @@ impl std::fmt::Display for Activity {
 
 /// A fire that won the lock and is settling `dates` in the background.
 pub struct Started {
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
     pub dates: Vec<NaiveDate>,
     /// How many of `dates` are done (settled or stopped), for progress bars.
     pub progress: watch::Receiver<usize>,
@@ -108,7 +108,7 @@ pub struct Started {
 /// How a fire ended.
 #[derive(Debug)]
 pub struct RunReport {
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
     pub walk: WalkReport,
     /// The lease was lost mid-run (renewal failed, or another holder took over).
     pub lost_lease: bool,
@@ -196,13 +196,13 @@ struct Planned {
 #[derive(Debug, Clone)]
 struct Attempt {
     outcome: AttemptOutcome,
-    fencing_token: Option<i64>,
+    fencing_token: Option<FencingToken>,
     holder: Option<String>,
     detail: Option<String>,
 }
 
 impl Attempt {
-    fn new(outcome: AttemptOutcome, fencing_token: Option<i64>, detail: Option<String>) -> Self {
+    fn new(outcome: AttemptOutcome, fencing_token: Option<FencingToken>, detail: Option<String>) -> Self {
         Attempt {
             outcome,
             fencing_token,
@@ -268,7 +268,12 @@ impl Fire {
     }
 
     /// A planner's refusal as the stage that met it records it.
-    fn planning_failed(&self, error: PlanError, fencing_token: Option<i64>, outcome: AttemptOutcome) -> Stopped {
+    fn planning_failed(
+        &self,
+        error: PlanError,
+        fencing_token: Option<FencingToken>,
+        outcome: AttemptOutcome,
+    ) -> Stopped {
         let refused = match error {
             PlanError::Range(error) => Refused::Invalid(error),
             PlanError::BeforeStart(before) => Refused::BeforeStart(before),
@@ -404,7 +409,7 @@ impl Planned {
         tracing::info!(
             job.task_name = %inner.spec.task_name,
             job.trigger = fire.trigger.as_str(),
-            lock.fencing_token = token,
+            lock.fencing_token = token.0,
             job.dates = self.plan.dates.len(),
             job.changes_pending = self.plan.changes_pending,
             "lock won; settling"
@@ -454,13 +459,13 @@ impl Planned {
                 Some("the lease was lost; the run stopped".to_owned()),
             ))
             .await;
-            tracing::warn!(job.task_name = %context.task_name, lock.fencing_token = lease.fencing_token, "lease lost; run stopped");
+            tracing::warn!(job.task_name = %context.task_name, lock.fencing_token = lease.fencing_token.0, "lease lost; run stopped");
         } else {
             walk::release(job, &lease).await;
         }
         tracing::info!(
             job.task_name = %context.task_name,
-            lock.fencing_token = lease.fencing_token,
+            lock.fencing_token = lease.fencing_token.0,
             job.dates_settled = report.succeeded(),
             duration_ms = started.elapsed().as_millis() as u64,
             "fire finished"

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::DatabaseTime;
 use crate::config::Settings;
-use crate::domain::SETTLE_FINES;
+use crate::domain::{SETTLE_FINES, TaskName};
 use crate::lock::{JobLock, LockSpec};
 use crate::schedule::{CronSchedule, ScheduleError};
 use crate::settlement::Trigger;
@@ -83,7 +83,7 @@ impl SettleJob {
             inner: Arc::new(Inner {
                 planner: Planner {
                     pool: pool.clone(),
-                    task_name: SETTLE_FINES.to_string(),
+                    task_name: SETTLE_FINES,
                     business_tz: settings.business_tz,
                     configured_start: job.settle_start_date,
                     max_days: job.backfill_max_days,
@@ -92,7 +92,7 @@ impl SettleJob {
                 lock,
                 time,
                 spec: LockSpec {
-                    task_name: SETTLE_FINES.to_string(),
+                    task_name: SETTLE_FINES,
                     instance_id: settings.instance_id.clone(),
                     at_most_for: job.lock_at_most_for,
                     at_least_for: job.lock_at_least_for,
@@ -108,7 +108,7 @@ impl SettleJob {
         })
     }
 
-    pub fn task_name(&self) -> &str {
+    pub fn task_name(&self) -> &TaskName {
         &self.inner.spec.task_name
     }
 

@@ -23,7 +23,7 @@ use chrono::NaiveDate;
 use chrono_tz::Tz;
 use sqlx::PgPool;
 
-use crate::domain::{self, BeforeStart, RangeError};
+use crate::domain::{self, BeforeStart, RangeError, TaskName};
 use crate::store;
 
 /// What a trigger asks a fire to settle.
@@ -94,7 +94,7 @@ pub enum PlanError {
 #[derive(Debug, Clone)]
 pub struct Planner {
     pub pool: PgPool,
-    pub task_name: String,
+    pub task_name: TaskName,
     /// The business zone: "today", and so which dates have ended, is the database's clock there.
     pub business_tz: Tz,
     /// `FINESETTLE_SETTLE_START_DATE`.
@@ -191,7 +191,7 @@ impl Planner {
 /// Every date from `start` through `target` without SUCCESS, oldest first, at most `max_days`.
 pub async fn unsettled_from(
     pool: &PgPool,
-    task_name: &str,
+    task_name: &TaskName,
     start: NaiveDate,
     target: NaiveDate,
     max_days: u32,

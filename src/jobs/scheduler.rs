@@ -114,7 +114,7 @@ pub async fn fire_until_run(
         };
         if left.is_some_and(|left| wait >= left) {
             tracing::info!(
-                job.task_name = job.task_name(),
+                job.task_name = %job.task_name(),
                 job.trigger = trigger.as_str(),
                 %slot,
                 reason = %refused,
@@ -123,7 +123,7 @@ pub async fn fire_until_run(
             return Err(refused);
         }
         tracing::info!(
-            job.task_name = job.task_name(),
+            job.task_name = %job.task_name(),
             job.trigger = trigger.as_str(),
             %slot,
             reason = %refused,
@@ -164,7 +164,7 @@ async fn catch_up_at_start(job: SettleJob) {
             return Ok(());
         }
         tracing::info!(
-            job.task_name = job.task_name(),
+            job.task_name = %job.task_name(),
             job.dates = missing.dates.len(),
             "dates missing at start; catching up"
         );

@@ -30,7 +30,7 @@ pub(super) async fn settle(
         "job.fire",
         job.task_name = %context.task_name,
         job.trigger = context.trigger.as_str(),
-        lock.fencing_token = context.fencing_token
+        lock.fencing_token = context.fencing_token.0
     );
     let report = tracing::Instrument::instrument(
         async {
@@ -57,7 +57,7 @@ async fn settle_changes(pool: &sqlx::PgPool, context: &RunContext, abort: &Cance
             if let Err(error) = settlement::settle_changes(pool, context, abort).await {
                 tracing::warn!(
                     job.task_name = %context.task_name,
-                    lock.fencing_token = context.fencing_token,
+                    lock.fencing_token = context.fencing_token.0,
                     %error,
                     "changed loans not accrued; the next fire retries"
                 );
@@ -111,11 +111,11 @@ pub(super) async fn release(job: &SettleJob, lease: &Lease) {
     match inner.lock.release(lease, inner.spec.at_least_for).await {
         Ok(true) => {}
         Ok(false) => tracing::warn!(
-            lock.fencing_token = lease.fencing_token,
+            lock.fencing_token = lease.fencing_token.0,
             "lock was no longer ours at release"
         ),
         Err(error) => {
-            tracing::warn!(%error, lock.fencing_token = lease.fencing_token, "lock release failed; it will expire")
+            tracing::warn!(%error, lock.fencing_token = lease.fencing_token.0, "lock release failed; it will expire")
         }
     }
 }

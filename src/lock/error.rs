@@ -9,6 +9,8 @@
 
 use std::time::Duration;
 
+use crate::domain::TaskName;
+
 /// A lock operation that got no usable answer from its store.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -29,14 +31,14 @@ pub enum LockError {
     /// transaction (a fenced settlement of the previous holder, normally) kept locked.
     #[error("the lock row of {task_name} stayed busy: {source}")]
     RowBusy {
-        task_name: String,
+        task_name: TaskName,
         #[source]
         source: sqlx::Error,
     },
     /// The `task_lock` row vanished between the attempt and the read of its holder. The service
     /// never deletes these rows; only someone editing the table by hand gets here.
     #[error("the lock row of {task_name} disappeared while reading its holder")]
-    RowVanished { task_name: String },
+    RowVanished { task_name: TaskName },
     /// The lock store holds something this service did not write: a Redis key edited by hand or
     /// by another program sharing the prefix, or a time no clock gives.
     #[error("the lock store holds a corrupt value {value:?}: {reason}")]

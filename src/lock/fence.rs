@@ -61,6 +61,8 @@ use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, Transaction};
 
+use crate::domain::{FencingToken, TaskName};
+
 /// How long a fenced transaction may sit idle between two statements before the database ends its
 /// session. Set by [`begin`]; a caller that needs longer may `set local` it again afterwards.
 pub const FENCED_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -79,8 +81,8 @@ pub async fn begin(pool: &PgPool) -> sqlx::Result<Transaction<'static, Postgres>
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("fenced: fencing token {token} of {task_name} is no longer current")]
 pub struct Fenced {
-    pub task_name: String,
-    pub token: i64,
+    pub task_name: TaskName,
+    pub token: FencingToken,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -97,7 +99,7 @@ pub enum FenceError {
 ///
 /// Takes the connection of a transaction opened by [`begin`] (`&mut *tx`); outside a transaction
 /// the share lock would end with the statement and guard nothing.
-pub async fn guard(tx: &mut PgConnection, task_name: &str, fencing_token: i64) -> Result<(), FenceError> {
+pub async fn guard(tx: &mut PgConnection, task_name: &TaskName, fencing_token: FencingToken) -> Result<(), FenceError> {
     let current = sqlx::query_scalar!(
         r#"
         select 1 as "one!"
@@ -107,15 +109,15 @@ pub async fn guard(tx: &mut PgConnection, task_name: &str, fencing_token: i64) -
         -- waits for this transaction; the holder's renewal (locked_until only) does not
         for key share
         "#,
-        task_name,
-        fencing_token
+        task_name.as_str(),
+        fencing_token.0
     )
     .fetch_optional(&mut *tx)
     .await?;
     match current {
         Some(_) => Ok(()),
         None => Err(Fenced {
-            task_name: task_name.to_owned(),
+            task_name: task_name.clone(),
             token: fencing_token,
         }
         .into()),
@@ -129,13 +131,19 @@ mod tests {
     #[test]
     fn fenced_names_the_task_and_the_stale_token() {
         let e = FenceError::from(Fenced {
-            task_name: "settle-fines".into(),
-            token: 7,
+            task_name: TaskName::from_static("settle-fines"),
+            token: FencingToken(7),
         });
         assert_eq!(
             e.to_string(),
             "fenced: fencing token 7 of settle-fines is no longer current"
         );
-        assert!(matches!(e, FenceError::Fenced(Fenced { token: 7, .. })));
+        assert!(matches!(
+            e,
+            FenceError::Fenced(Fenced {
+                token: FencingToken(7),
+                ..
+            })
+        ));
     }
 }

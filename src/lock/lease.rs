@@ -139,7 +139,7 @@ impl Renewer {
                     metrics::lease_renewal(&self.lease.task_name, false);
                     tracing::warn!(
                         task.name = %self.lease.task_name,
-                        fencing_token = self.lease.fencing_token,
+                        fencing_token = self.lease.fencing_token.0,
                         error = %e,
                         "lease renewal failed; retrying until the lease runs out"
                     );
@@ -164,7 +164,7 @@ impl Renewer {
         metrics::lease_renewal(&self.lease.task_name, false);
         tracing::warn!(
             task.name = %self.lease.task_name,
-            fencing_token = self.lease.fencing_token,
+            fencing_token = self.lease.fencing_token.0,
             reason,
             "lease lost; the job stops"
         );
@@ -189,14 +189,15 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
+    use crate::domain::{FencingToken, OwnerToken, TaskName};
 
     fn lease(granted_secs: i64) -> Lease {
         let locked_at = Utc.with_ymd_and_hms(2026, 12, 2, 18, 0, 0).unwrap();
         Lease {
-            task_name: "settle-fines".into(),
+            task_name: TaskName::from_static("settle-fines"),
             locked_by: "replica-a".into(),
-            owner_token: Uuid::nil(),
-            fencing_token: 3,
+            owner_token: OwnerToken(Uuid::nil()),
+            fencing_token: FencingToken(3),
             locked_at,
             locked_until: locked_at + chrono::Duration::seconds(granted_secs),
             asked_at: Instant::now(),

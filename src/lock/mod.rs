@@ -36,9 +36,9 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio::time::Instant;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use crate::config::{LockBackend, Settings};
+use crate::domain::{FencingToken, OwnerToken, TaskName};
 
 pub use self::redis::RedisLock;
 pub use error::LockError;
@@ -49,7 +49,7 @@ pub use postgres::PgLock;
 /// What a replica asks for when a fire of `task_name` reaches it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockSpec {
-    pub task_name: String,
+    pub task_name: TaskName,
     /// Who is asking, for people (`FINESETTLE_INSTANCE_ID`); never used to check ownership.
     pub instance_id: String,
     /// How long the lock lasts unless renewed: the longest a crashed holder blocks the task.
@@ -61,13 +61,13 @@ pub struct LockSpec {
 /// A granted lock. Times are the lock store's, except `asked_at`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
-    pub task_name: String,
+    pub task_name: TaskName,
     pub locked_by: String,
     /// Fresh for every acquisition: release and renewal match on it, so a restarted process with
     /// the same instance id cannot release the lock its predecessor took.
-    pub owner_token: Uuid,
+    pub owner_token: OwnerToken,
     /// One more than the previous acquisition's: writes carrying an older token are refused.
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
     /// When the store granted the lock: after any wait for the lock row, not when it was asked.
     pub locked_at: DateTime<Utc>,
     pub locked_until: DateTime<Utc>,
@@ -93,13 +93,15 @@ pub enum Acquired {
 /// A job lock row. Rows stay after release; `held` says whether `locked_until` is still ahead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct Lock {
-    pub task_name: String,
+    #[schema(value_type = String)]
+    pub task_name: TaskName,
     /// The holder's instance id.
     pub locked_by: String,
     pub locked_at: DateTime<Utc>,
     pub locked_until: DateTime<Utc>,
     /// Incremented by every acquisition; writes with an older token are refused.
-    pub fencing_token: i64,
+    #[schema(value_type = i64)]
+    pub fencing_token: FencingToken,
     pub held: bool,
 }
 

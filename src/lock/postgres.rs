@@ -33,13 +33,12 @@
 
 use std::time::Duration;
 
+use super::{Acquired, Lease, Lock, LockError, LockSpec};
+use crate::domain::{FencingToken, OwnerToken, TaskName};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use sqlx::postgres::types::PgInterval;
 use tokio::time::Instant;
-use uuid::Uuid;
-
-use super::{Acquired, Lease, Lock, LockError, LockSpec};
 
 /// How long an acquisition waits for the lock row when another transaction has it locked.
 ///
@@ -124,11 +123,11 @@ impl PgLock {
             from seen
             where live
             "#,
-            spec.task_name,
+            spec.task_name.as_str(),
             interval(spec.at_most_for),
             spec.instance_id,
             // a fresh id per acquisition, never derived from the host or instance
-            Uuid::new_v4(),
+            OwnerToken::random().0,
             self.row_wait
         )
         .fetch_optional(&self.pool)
@@ -136,17 +135,17 @@ impl PgLock {
         match answer {
             Ok(Some(row)) if row.won => {
                 let lease = Lease {
-                    task_name: row.task_name,
+                    task_name: row.task_name.into(),
                     locked_by: row.locked_by,
-                    owner_token: row.owner_token,
-                    fencing_token: row.fencing_token,
+                    owner_token: row.owner_token.into(),
+                    fencing_token: row.fencing_token.into(),
                     locked_at: row.locked_at,
                     locked_until: row.locked_until,
                     asked_at,
                 };
                 tracing::debug!(
                     task.name = %lease.task_name,
-                    fencing_token = lease.fencing_token,
+                    fencing_token = lease.fencing_token.0,
                     locked_until = %lease.locked_until,
                     "lock acquired"
                 );
@@ -189,9 +188,9 @@ impl PgLock {
             where task_lock.task_name = mine.task_name and mine.locked_until > clock_timestamp()
             returning task_lock.locked_until
             "#,
-            lease.task_name,
-            lease.owner_token,
-            lease.fencing_token,
+            lease.task_name.as_str(),
+            lease.owner_token.0,
+            lease.fencing_token.0,
             interval(at_most_for)
         )
         .fetch_optional(&self.pool)
@@ -218,9 +217,9 @@ impl PgLock {
             from mine
             where task_lock.task_name = mine.task_name
             "#,
-            lease.task_name,
-            lease.owner_token,
-            lease.fencing_token,
+            lease.task_name.as_str(),
+            lease.owner_token.0,
+            lease.fencing_token.0,
             interval(at_least_for)
         )
         .execute(&self.pool)
@@ -256,11 +255,11 @@ pub(super) struct TokenRecord {
 
 /// A `task_lock` row as the Redis backend published it; the live holder is in Redis.
 pub(super) struct PublishedRow {
-    pub task_name: String,
+    pub task_name: TaskName,
     pub locked_by: String,
     pub locked_at: DateTime<Utc>,
     pub locked_until: DateTime<Utc>,
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
 }
 
 impl TokenRecord {
@@ -278,11 +277,14 @@ impl TokenRecord {
     }
 
     /// The token last published for `task_name`, 0 when none was.
-    pub(super) async fn published_token(&self, task_name: &str) -> Result<i64, LockError> {
-        let token = sqlx::query_scalar!("select fencing_token from task_lock where task_name = $1", task_name)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(token.unwrap_or(0))
+    pub(super) async fn published_token(&self, task_name: &TaskName) -> Result<FencingToken, LockError> {
+        let token = sqlx::query_scalar!(
+            "select fencing_token from task_lock where task_name = $1",
+            task_name.as_str()
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(FencingToken(token.unwrap_or(0)))
     }
 
     /// Makes `lease.fencing_token` the task's current token, unless a newer one is there already:
@@ -306,12 +308,12 @@ impl TokenRecord {
                 where task_lock.fencing_token < excluded.fencing_token
             returning fencing_token
             "#,
-            lease.task_name,
+            lease.task_name.as_str(),
             lease.locked_until,
             lease.locked_at,
             lease.locked_by,
-            lease.owner_token,
-            lease.fencing_token,
+            lease.owner_token.0,
+            lease.fencing_token.0,
             self.row_wait
         )
         .fetch_optional(&self.pool)
@@ -335,9 +337,9 @@ impl TokenRecord {
             set locked_at = $4, locked_until = $5
             where task_name = $1 and owner_token = $2 and fencing_token = $3
             "#,
-            lease.task_name,
-            lease.owner_token,
-            lease.fencing_token,
+            lease.task_name.as_str(),
+            lease.owner_token.0,
+            lease.fencing_token.0,
             lease.locked_at,
             lease.locked_until
         )
@@ -354,9 +356,9 @@ impl TokenRecord {
             set locked_until = least(locked_until, $4)
             where task_name = $1 and owner_token = $2 and fencing_token = $3
             "#,
-            lease.task_name,
-            lease.owner_token,
-            lease.fencing_token,
+            lease.task_name.as_str(),
+            lease.owner_token.0,
+            lease.fencing_token.0,
             ends
         )
         .execute(&self.pool)
@@ -380,22 +382,22 @@ impl TokenRecord {
     }
 
     /// The holder of the published row, which a winner that could not publish defers to.
-    pub(super) async fn holder(&self, task_name: &str) -> Result<Acquired, LockError> {
+    pub(super) async fn holder(&self, task_name: &TaskName) -> Result<Acquired, LockError> {
         holder(&self.pool, task_name).await
     }
 }
 
 /// The holder recorded in the `task_lock` row of `task_name`, as [`Acquired::Held`].
-async fn holder(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> Result<Acquired, LockError> {
+async fn holder(executor: impl sqlx::PgExecutor<'_>, task_name: &TaskName) -> Result<Acquired, LockError> {
     let row = sqlx::query!(
         "select locked_by, locked_until from task_lock where task_name = $1",
-        task_name
+        task_name.as_str()
     )
     .fetch_optional(executor)
     .await?;
     // Rows are never deleted by the service; only someone editing the table by hand gets here.
     let row = row.ok_or_else(|| LockError::RowVanished {
-        task_name: task_name.to_owned(),
+        task_name: task_name.clone(),
     })?;
     Ok(Acquired::Held {
         holder: row.locked_by,

@@ -80,6 +80,7 @@ use uuid::Uuid;
 
 use super::postgres::TokenRecord;
 use super::{Acquired, Lease, Lock, LockError, LockSpec};
+use crate::domain::{FencingToken, OwnerToken, TaskName};
 
 /// The key prefix the service uses. Tests pick their own to stay apart.
 pub const DEFAULT_PREFIX: &str = "finesettle:lock";
@@ -229,13 +230,13 @@ impl RedisLock {
     }
 
     /// The key holding the lock of `task_name`.
-    pub fn lock_key(&self, task_name: &str) -> String {
-        lock_key(&self.prefix, task_name)
+    pub fn lock_key(&self, task_name: &TaskName) -> String {
+        lock_key(&self.prefix, task_name.as_str())
     }
 
     /// The counter numbering the acquisitions of `task_name`.
-    pub fn fencing_key(&self, task_name: &str) -> String {
-        fencing_key(&self.prefix, task_name)
+    pub fn fencing_key(&self, task_name: &TaskName) -> String {
+        fencing_key(&self.prefix, task_name.as_str())
     }
 
     /// Takes the lock in Redis when free, publishes the token to `task_lock`, then restarts the
@@ -245,7 +246,7 @@ impl RedisLock {
         let asked_at = Instant::now();
         let ttl = lease_millis(spec.at_most_for)?;
         let floor = self.record.published_token(&spec.task_name).await?;
-        let owner = Uuid::new_v4();
+        let owner = OwnerToken::random();
         let mut invocation = ACQUIRE_SCRIPT.prepare_invoke();
         invocation
             .key(self.lock_key(&spec.task_name))
@@ -253,7 +254,7 @@ impl RedisLock {
             .arg(owner.to_string())
             .arg(&spec.instance_id)
             .arg(ttl)
-            .arg(floor);
+            .arg(floor.0);
         let (won, value, expires): (i64, String, i64) =
             self.run(async |conn| invocation.invoke_async(conn).await).await?;
         let holding = Holding::parse(&value)?;
@@ -270,7 +271,7 @@ impl RedisLock {
             Ok(false) => {
                 tracing::warn!(
                     task.name = %lease.task_name,
-                    fencing_token = lease.fencing_token,
+                    fencing_token = lease.fencing_token.0,
                     "a newer fencing token is already published; giving the Redis lock back"
                 );
                 self.give_back(&lease).await;
@@ -307,7 +308,7 @@ impl RedisLock {
         let Some((value, expires)) = granted else {
             tracing::warn!(
                 task.name = %won.task_name,
-                fencing_token = won.fencing_token,
+                fencing_token = won.fencing_token.0,
                 "the Redis lease ran out while its token was being published"
             );
             return Ok(Acquired::Held {
@@ -319,14 +320,14 @@ impl RedisLock {
         if let Err(error) = self.record.record_grant(&lease).await {
             tracing::warn!(
                 task.name = %lease.task_name,
-                fencing_token = lease.fencing_token,
+                fencing_token = lease.fencing_token.0,
                 %error,
                 "lock granted, but its times could not be recorded in task_lock"
             );
         }
         tracing::debug!(
             task.name = %lease.task_name,
-            fencing_token = lease.fencing_token,
+            fencing_token = lease.fencing_token.0,
             locked_until = %lease.locked_until,
             "lock acquired in Redis and its token published"
         );
@@ -377,7 +378,7 @@ impl RedisLock {
         if let Err(error) = self.record.record_end(lease, from_millis(ends)?).await {
             tracing::warn!(
                 task.name = %lease.task_name,
-                fencing_token = lease.fencing_token,
+                fencing_token = lease.fencing_token.0,
                 %error,
                 "released in Redis, but the end could not be recorded in task_lock"
             );
@@ -412,7 +413,7 @@ impl RedisLock {
                         locked_by: holding.holder,
                         locked_at: from_millis(holding.locked_at_ms)?,
                         locked_until: from_millis(expires)?,
-                        fencing_token: holding.fencing_token,
+                        fencing_token: FencingToken(holding.fencing_token),
                         held: true,
                     })
                 }
@@ -495,12 +496,17 @@ impl Holding {
         })
     }
 
-    fn into_lease(self, task_name: &str, locked_until: DateTime<Utc>, asked_at: Instant) -> Result<Lease, LockError> {
+    fn into_lease(
+        self,
+        task_name: &TaskName,
+        locked_until: DateTime<Utc>,
+        asked_at: Instant,
+    ) -> Result<Lease, LockError> {
         Ok(Lease {
-            task_name: task_name.to_owned(),
+            task_name: task_name.clone(),
             locked_by: self.holder,
-            owner_token: self.owner_token,
-            fencing_token: self.fencing_token,
+            owner_token: OwnerToken(self.owner_token),
+            fencing_token: FencingToken(self.fencing_token),
             locked_at: from_millis(self.locked_at_ms)?,
             locked_until,
             asked_at,
@@ -553,10 +559,10 @@ mod tests {
     fn lease() -> Lease {
         let locked_at = Utc.with_ymd_and_hms(2026, 12, 2, 18, 0, 0).unwrap();
         Lease {
-            task_name: "settle-fines".into(),
+            task_name: TaskName::from_static("settle-fines"),
             locked_by: "host:1234".into(),
-            owner_token: Uuid::from_u128(7),
-            fencing_token: 42,
+            owner_token: OwnerToken(Uuid::from_u128(7)),
+            fencing_token: FencingToken(42),
             locked_at,
             locked_until: locked_at + chrono::Duration::minutes(15),
             asked_at: Instant::now(),
@@ -576,7 +582,11 @@ mod tests {
         );
         let read = Holding::parse(&value)
             .unwrap()
-            .into_lease("settle-fines", lease.locked_until, lease.asked_at)
+            .into_lease(
+                &TaskName::from_static("settle-fines"),
+                lease.locked_until,
+                lease.asked_at,
+            )
             .unwrap();
         assert_eq!(read, lease);
     }

@@ -64,6 +64,7 @@ use std::time::Duration;
 use chrono::NaiveDate;
 use chrono_tz::Tz;
 
+use crate::domain::{FencingToken, TaskName};
 use crate::lock::{FenceError, Fenced};
 
 pub use date::settle_date;
@@ -75,9 +76,9 @@ pub use walk::{DateOutcome, DateStatus, WalkObserver, WalkReport, settle_changes
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunContext {
     /// The job's task name (`settle-fines`): the key of its lock and its execution records.
-    pub task_name: String,
+    pub task_name: TaskName,
     /// The token of the lease this run holds.
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
     /// This replica, for people reading the execution records.
     pub instance_id: String,
     pub trigger: Trigger,

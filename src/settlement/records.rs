@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 
 use super::RunContext;
 use crate::backoff::Backoff;
-use crate::domain::business_date;
+use crate::domain::{FencingToken, TaskName, business_date};
 use crate::lock::{FenceError, fence};
 use crate::store;
 use crate::store::executions::{self, NewExecution};
@@ -121,7 +121,7 @@ pub fn fail_in_background(pool: PgPool, ctx: RunContext, execution_id: i64, erro
                 Ok(closed) => {
                     tracing::info!(
                         job.task_name = %ctx.task_name,
-                        lock.fencing_token = ctx.fencing_token,
+                        lock.fencing_token = ctx.fencing_token.0,
                         execution.id = execution_id,
                         execution.closed = closed,
                         "the database answers again; the failed execution is closed"
@@ -149,7 +149,7 @@ pub fn fail_in_background(pool: PgPool, ctx: RunContext, execution_id: i64, erro
 ///
 /// Fenced like every job write. A caller whose token is itself no longer current changes nothing
 /// and gets `Ok(0)`: the current holder does the cleanup.
-pub async fn abandon_stale(pool: &PgPool, task_name: &str, current_token: i64) -> sqlx::Result<u64> {
+pub async fn abandon_stale(pool: &PgPool, task_name: &TaskName, current_token: FencingToken) -> sqlx::Result<u64> {
     let mut tx = fence::begin(pool).await?;
     match fence::guard(&mut tx, task_name, current_token).await {
         Ok(()) => {}
@@ -160,8 +160,8 @@ pub async fn abandon_stale(pool: &PgPool, task_name: &str, current_token: i64) -
     tx.commit().await?;
     if abandoned > 0 {
         tracing::warn!(
-            job.task_name = task_name,
-            lock.fencing_token = current_token,
+            job.task_name = %task_name,
+            lock.fencing_token = current_token.0,
             job.executions = abandoned,
             "executions of an earlier holder abandoned"
         );
@@ -170,6 +170,10 @@ pub async fn abandon_stale(pool: &PgPool, task_name: &str, current_token: i64) -
 }
 
 /// Which of `dates` already have a SUCCESS (a manual run or backfill skips them).
-pub async fn settled_among(pool: &PgPool, task_name: &str, dates: &[NaiveDate]) -> sqlx::Result<HashSet<NaiveDate>> {
+pub async fn settled_among(
+    pool: &PgPool,
+    task_name: &TaskName,
+    dates: &[NaiveDate],
+) -> sqlx::Result<HashSet<NaiveDate>> {
     executions::settled_among(pool, task_name, dates).await
 }

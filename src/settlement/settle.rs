@@ -58,7 +58,7 @@ pub async fn settle(
         if abort.is_cancelled() {
             return Err(SettleError::Abandoned);
         }
-        let batch = settle_batch(conn, after, ctx.batch_size, date, ended_before, ctx.fencing_token).await?;
+        let batch = settle_batch(conn, after, ctx.batch_size, date, ended_before, ctx.fencing_token.0).await?;
         counts.settled += batch.settled;
         counts.voided += batch.voided;
         counts.charged += batch.charged;

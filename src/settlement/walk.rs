@@ -149,7 +149,7 @@ pub async fn settle_dates(
             break;
         }
         // One span per business date, inside the fire's span: exported as an OpenTelemetry span.
-        let span = tracing::info_span!("job.date", job.business_date = %date, lock.fencing_token = ctx.fencing_token);
+        let span = tracing::info_span!("job.date", job.business_date = %date, lock.fencing_token = ctx.fencing_token.0);
         let outcome = tracing::Instrument::instrument(run_one(pool, ctx, date, abort, &mut observer), span).await;
         observer.finished(&outcome);
         let stops = !matches!(outcome.status, DateStatus::Success | DateStatus::AlreadySettled);
@@ -296,7 +296,7 @@ pub async fn settle_changes(
             if let Some(c) = counts {
                 tracing::info!(
                     job.task_name = %ctx.task_name,
-                    lock.fencing_token = ctx.fencing_token,
+                    lock.fencing_token = ctx.fencing_token.0,
                     job.accrued = c.accrued,
                     job.settled = c.settled,
                     job.voided = c.voided,
@@ -323,7 +323,7 @@ fn log(ctx: &RunContext, o: &DateOutcome) {
                 job.task_name = %ctx.task_name,
                 job.business_date = %o.date,
                 job.trigger = ctx.trigger.as_str(),
-                lock.fencing_token = ctx.fencing_token,
+                lock.fencing_token = ctx.fencing_token.0,
                 execution.id = o.execution_id,
                 job.rows = o.rows,
                 job.accrued = c.accrued,
@@ -343,7 +343,7 @@ fn log(ctx: &RunContext, o: &DateOutcome) {
         DateStatus::Failed => tracing::error!(
             job.task_name = %ctx.task_name,
             job.business_date = %o.date,
-            lock.fencing_token = ctx.fencing_token,
+            lock.fencing_token = ctx.fencing_token.0,
             execution.id = o.execution_id,
             error,
             duration_ms,
@@ -352,7 +352,7 @@ fn log(ctx: &RunContext, o: &DateOutcome) {
         DateStatus::Fenced => tracing::warn!(
             job.task_name = %ctx.task_name,
             job.business_date = %o.date,
-            lock.fencing_token = ctx.fencing_token,
+            lock.fencing_token = ctx.fencing_token.0,
             execution.id = o.execution_id,
             error,
             "fencing token no longer current; nothing written, run stopped"
@@ -360,14 +360,14 @@ fn log(ctx: &RunContext, o: &DateOutcome) {
         DateStatus::NotEnded => tracing::warn!(
             job.task_name = %ctx.task_name,
             job.business_date = %o.date,
-            lock.fencing_token = ctx.fencing_token,
+            lock.fencing_token = ctx.fencing_token.0,
             error,
             "business date not started: it has not ended by the database's clock"
         ),
         DateStatus::Abandoned => tracing::warn!(
             job.task_name = %ctx.task_name,
             job.business_date = %o.date,
-            lock.fencing_token = ctx.fencing_token,
+            lock.fencing_token = ctx.fencing_token.0,
             execution.id = o.execution_id,
             duration_ms,
             "business date abandoned: rolled back, the next run redoes it"

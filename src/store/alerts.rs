@@ -9,6 +9,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::PageRequest;
+use crate::domain::TaskName;
 use crate::domain::alert::{Alert, AlertKind, AlertState, NewAlert};
 
 // --- job registration --------------------------------------------------------------------
@@ -17,7 +18,7 @@ use crate::domain::alert::{Alert, AlertKind, AlertState, NewAlert};
 ///
 /// The job's planner may have created the row before (it records the start date, possibly from
 /// `finesettle settle` before any `serve`); such a row has no instant yet and gets this one.
-pub async fn register_job(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<()> {
+pub async fn register_job(executor: impl sqlx::PgExecutor<'_>, task_name: &TaskName) -> sqlx::Result<()> {
     sqlx::query!(
         r#"
         insert into job_registration (task_name, first_seen_at) values ($1, now())
@@ -26,7 +27,7 @@ pub async fn register_job(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
             -- a replica registered it already: never moves
             where job_registration.first_seen_at is null
         "#,
-        task_name
+        task_name.as_str()
     )
     .execute(executor)
     .await?;
@@ -43,11 +44,14 @@ pub struct Registration {
 }
 
 /// The registration of `task_name`, if a service registered it or the job planned a date.
-pub async fn registration(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Option<Registration>> {
+pub async fn registration(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &TaskName,
+) -> sqlx::Result<Option<Registration>> {
     sqlx::query_as!(
         Registration,
         "select first_seen_at, start_date from job_registration where task_name = $1",
-        task_name
+        task_name.as_str()
     )
     .fetch_optional(executor)
     .await
@@ -65,7 +69,7 @@ pub struct FailedExecution {
 
 pub async fn failed_without_success(
     executor: impl sqlx::PgExecutor<'_>,
-    task_name: &str,
+    task_name: &TaskName,
 ) -> sqlx::Result<Vec<FailedExecution>> {
     sqlx::query_as!(
         FailedExecution,
@@ -83,7 +87,7 @@ pub async fn failed_without_success(
               where a.kind = 'FAILED' and a.task_name = f.task_name and a.business_date = f.business_date)
         order by f.business_date, f.id desc
         "#,
-        task_name
+        task_name.as_str()
     )
     .fetch_all(executor)
     .await
@@ -99,7 +103,7 @@ pub struct RunningExecution {
 
 pub async fn running_since_before(
     executor: impl sqlx::PgExecutor<'_>,
-    task_name: &str,
+    task_name: &TaskName,
     cutoff: DateTime<Utc>,
 ) -> sqlx::Result<Vec<RunningExecution>> {
     sqlx::query_as!(
@@ -115,7 +119,7 @@ pub async fn running_since_before(
               where a.kind = 'TIMEOUT' and a.task_name = e.task_name and a.business_date = e.business_date)
         order by e.business_date, e.id
         "#,
-        task_name,
+        task_name.as_str(),
         cutoff
     )
     .fetch_all(executor)
@@ -137,7 +141,7 @@ pub struct UnsettledDate {
 /// (`task_execution_one_success`, `alert_once`), so years of history cost a few milliseconds.
 pub async fn unalerted_unsettled(
     executor: impl sqlx::PgExecutor<'_>,
-    task_name: &str,
+    task_name: &TaskName,
     first: NaiveDate,
     last: NaiveDate,
     limit: i64,
@@ -159,7 +163,7 @@ pub async fn unalerted_unsettled(
         order by d
         limit $4
         "#,
-        task_name,
+        task_name.as_str(),
         first,
         last,
         limit
@@ -174,7 +178,7 @@ pub async fn unalerted_unsettled(
 /// insert wins gets the row back; the others (waiting on the unique index meanwhile) get `None`.
 pub async fn raise(
     executor: impl sqlx::PgExecutor<'_>,
-    task_name: &str,
+    task_name: &TaskName,
     alert: &NewAlert,
 ) -> sqlx::Result<Option<Alert>> {
     sqlx::query_as!(
@@ -187,7 +191,7 @@ pub async fn raise(
                   resolved_at, detail, execution_id
         "#,
         alert.kind.as_str(),
-        task_name,
+        task_name.as_str(),
         alert.business_date,
         alert.detail,
         alert.execution_id
@@ -204,7 +208,7 @@ pub async fn raise(
 ///
 /// Rows another replica is resolving right now are skipped (`skip locked`): it will announce
 /// them, and two replicas never wait on each other's rows in opposite orders.
-pub async fn resolve_gone(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Vec<Alert>> {
+pub async fn resolve_gone(executor: impl sqlx::PgExecutor<'_>, task_name: &TaskName) -> sqlx::Result<Vec<Alert>> {
     sqlx::query_as!(
         Alert,
         r#"
@@ -236,7 +240,7 @@ pub async fn resolve_gone(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
         returning a.id, a.kind as "kind: AlertKind", a.task_name, a.business_date, a.state as "state: AlertState",
                   a.raised_at, a.resolved_at, a.detail, a.execution_id
         "#,
-        task_name
+        task_name.as_str()
     )
     .fetch_all(executor)
     .await
@@ -248,7 +252,7 @@ pub async fn resolve_gone(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
 pub async fn resolve_active(
     executor: impl sqlx::PgExecutor<'_>,
     kind: AlertKind,
-    task_name: &str,
+    task_name: &TaskName,
     business_date: NaiveDate,
 ) -> sqlx::Result<Option<Alert>> {
     sqlx::query_as!(
@@ -268,7 +272,7 @@ pub async fn resolve_active(
                   a.raised_at, a.resolved_at, a.detail, a.execution_id
         "#,
         kind.as_str(),
-        task_name,
+        task_name.as_str(),
         business_date
     )
     .fetch_optional(executor)
@@ -280,7 +284,7 @@ pub async fn resolve_active(
 pub async fn find(
     executor: impl sqlx::PgExecutor<'_>,
     kind: AlertKind,
-    task_name: &str,
+    task_name: &TaskName,
     business_date: NaiveDate,
 ) -> sqlx::Result<Option<Alert>> {
     sqlx::query_as!(
@@ -292,7 +296,7 @@ pub async fn find(
         where kind = $1 and task_name = $2 and business_date = $3
         "#,
         kind.as_str(),
-        task_name,
+        task_name.as_str(),
         business_date
     )
     .fetch_optional(executor)
@@ -303,7 +307,7 @@ pub async fn find(
 pub async fn active_dates(
     executor: impl sqlx::PgExecutor<'_>,
     kind: AlertKind,
-    task_name: &str,
+    task_name: &TaskName,
 ) -> sqlx::Result<Vec<NaiveDate>> {
     sqlx::query_scalar!(
         r#"
@@ -313,7 +317,7 @@ pub async fn active_dates(
         order by business_date
         "#,
         kind.as_str(),
-        task_name
+        task_name.as_str()
     )
     .fetch_all(executor)
     .await

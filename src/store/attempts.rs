@@ -11,16 +11,17 @@ use utoipa::ToSchema;
 use super::PageRequest;
 pub use crate::domain::execution::AttemptOutcome;
 use crate::domain::execution::Trigger;
+use crate::domain::{FencingToken, TaskName};
 
 /// One attempt, as recorded.
 #[derive(Debug, Clone)]
 pub struct NewAttempt<'a> {
-    pub task_name: &'a str,
+    pub task_name: &'a TaskName,
     pub trigger: Trigger,
     pub instance_id: &'a str,
     pub fired_at: DateTime<Utc>,
     pub outcome: AttemptOutcome,
-    pub fencing_token: Option<i64>,
+    pub fencing_token: Option<FencingToken>,
     pub holder: Option<&'a str>,
     pub detail: Option<&'a str>,
 }
@@ -31,7 +32,8 @@ pub struct NewAttempt<'a> {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Attempt {
     pub id: i64,
-    pub task_name: String,
+    #[schema(value_type = String)]
+    pub task_name: TaskName,
     #[schema(value_type = String)]
     pub trigger: Trigger,
     pub instance_id: String,
@@ -41,7 +43,8 @@ pub struct Attempt {
     /// `WON`, `HELD`, `BUSY`, `LOST_LEASE`, `UNAVAILABLE` or `NOTHING_TO_DO`.
     #[schema(value_type = String)]
     pub outcome: AttemptOutcome,
-    pub fencing_token: Option<i64>,
+    #[schema(value_type = Option<i64>)]
+    pub fencing_token: Option<FencingToken>,
     /// Who held the lock, for `HELD`.
     pub holder: Option<String>,
     pub detail: Option<String>,
@@ -54,12 +57,12 @@ pub async fn record(executor: impl sqlx::PgExecutor<'_>, attempt: &NewAttempt<'_
         values ($1, $2, $3, $4, $5, $6, $7, $8)
         returning id
         "#,
-        attempt.task_name,
+        attempt.task_name.as_str(),
         attempt.trigger.as_str(),
         attempt.instance_id,
         attempt.fired_at,
         attempt.outcome.as_str(),
-        attempt.fencing_token,
+        attempt.fencing_token.map(|token| token.0),
         attempt.holder,
         attempt.detail,
     )
@@ -70,11 +73,12 @@ pub async fn record(executor: impl sqlx::PgExecutor<'_>, attempt: &NewAttempt<'_
 /// Newest first; the cursor is the last id seen (rows with smaller ids follow).
 pub async fn list(
     executor: impl sqlx::PgExecutor<'_>,
-    task_name: &str,
+    task_name: &TaskName,
     page: PageRequest,
 ) -> sqlx::Result<Vec<Attempt>> {
-    sqlx::query_as!(
-        Attempt,
+    // query! rather than query_as!: a nullable column reads as Option<i64>, which has no `into`
+    // an Option<FencingToken>
+    let rows = sqlx::query!(
         r#"
         select id, task_name, trigger as "trigger: Trigger", instance_id, fired_at, recorded_at,
                outcome as "outcome: AttemptOutcome", fencing_token, holder, detail
@@ -83,10 +87,25 @@ pub async fn list(
         order by id desc
         limit $3
         "#,
-        task_name,
+        task_name.as_str(),
         page.after,
         page.fetch()
     )
     .fetch_all(executor)
-    .await
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| Attempt {
+            id: row.id,
+            task_name: row.task_name.into(),
+            trigger: row.trigger,
+            instance_id: row.instance_id,
+            fired_at: row.fired_at,
+            recorded_at: row.recorded_at,
+            outcome: row.outcome,
+            fencing_token: row.fencing_token.map(FencingToken),
+            holder: row.holder,
+            detail: row.detail,
+        })
+        .collect())
 }

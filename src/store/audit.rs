@@ -8,6 +8,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 use futures_util::stream::BoxStream;
 use sqlx::PgConnection;
 
+use crate::domain::TaskName;
+
 /// The first and the latest business date with a SUCCESS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SettledSpan {
@@ -15,7 +17,7 @@ pub struct SettledSpan {
     pub last: Option<NaiveDate>,
 }
 
-pub async fn settled_span(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<SettledSpan> {
+pub async fn settled_span(executor: impl sqlx::PgExecutor<'_>, task_name: &TaskName) -> sqlx::Result<SettledSpan> {
     // min and max each read one end of task_execution_one_success
     let row = sqlx::query!(
         r#"
@@ -23,7 +25,7 @@ pub async fn settled_span(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
         from task_execution
         where task_name = $1 and status = 'SUCCESS'
         "#,
-        task_name
+        task_name.as_str()
     )
     .fetch_one(executor)
     .await?;

@@ -17,6 +17,7 @@ use utoipa::ToSchema;
 
 use super::PageRequest;
 use crate::domain::execution::{ExecutionStatus, Trigger};
+use crate::domain::{FencingToken, TaskName};
 
 // The row as stored is the shape the API serves: one type (the doc comment below is the
 // OpenAPI description).
@@ -24,13 +25,15 @@ use crate::domain::execution::{ExecutionStatus, Trigger};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct Execution {
     pub id: i64,
-    pub task_name: String,
+    #[schema(value_type = String)]
+    pub task_name: TaskName,
     pub business_date: NaiveDate,
     /// `cron`, `startup` or `manual`.
     #[schema(value_type = String)]
     pub trigger: Trigger,
     pub instance_id: String,
-    pub fencing_token: i64,
+    #[schema(value_type = i64)]
+    pub fencing_token: FencingToken,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     /// `RUNNING`, `SUCCESS` or `FAILED`.
@@ -43,11 +46,11 @@ pub struct Execution {
 /// What a new execution needs.
 #[derive(Debug, Clone, Copy)]
 pub struct NewExecution<'a> {
-    pub task_name: &'a str,
+    pub task_name: &'a TaskName,
     pub business_date: NaiveDate,
     pub trigger: Trigger,
     pub instance_id: &'a str,
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
 }
 
 /// Inserts a RUNNING execution unless the date already has a SUCCESS; `None` then.
@@ -65,11 +68,11 @@ pub async fn insert_running(conn: &mut PgConnection, new: &NewExecution<'_>) -> 
         )
         returning id
         "#,
-        new.task_name,
+        new.task_name.as_str(),
         new.business_date,
         new.trigger.as_str(),
         new.instance_id,
-        new.fencing_token
+        new.fencing_token.0
     )
     .fetch_optional(conn)
     .await
@@ -78,7 +81,7 @@ pub async fn insert_running(conn: &mut PgConnection, new: &NewExecution<'_>) -> 
 /// The SUCCESS execution of a date, if any.
 pub async fn find_success(
     executor: impl sqlx::PgExecutor<'_>,
-    task_name: &str,
+    task_name: &TaskName,
     business_date: NaiveDate,
 ) -> sqlx::Result<Option<i64>> {
     sqlx::query_scalar!(
@@ -86,7 +89,7 @@ pub async fn find_success(
         select id from task_execution
         where task_name = $1 and business_date = $2 and status = 'SUCCESS'
         "#,
-        task_name,
+        task_name.as_str(),
         business_date
     )
     .fetch_optional(executor)
@@ -131,7 +134,11 @@ pub async fn mark_failed(conn: &mut PgConnection, id: i64, error: &str) -> sqlx:
 
 /// Marks every RUNNING execution of `task_name` started under a fencing token older than
 /// `current_token` FAILED: their holder lost the lock, so they can never finish. Returns how many.
-pub async fn abandon_older(conn: &mut PgConnection, task_name: &str, current_token: i64) -> sqlx::Result<u64> {
+pub async fn abandon_older(
+    conn: &mut PgConnection,
+    task_name: &TaskName,
+    current_token: FencingToken,
+) -> sqlx::Result<u64> {
     let error = format!("abandoned: the lock passed to fencing token {current_token}");
     let done = sqlx::query!(
         r#"
@@ -139,8 +146,8 @@ pub async fn abandon_older(conn: &mut PgConnection, task_name: &str, current_tok
         set status = 'FAILED', finished_at = clock_timestamp(), error = $3
         where task_name = $1 and status = 'RUNNING' and fencing_token < $2
         "#,
-        task_name,
-        current_token,
+        task_name.as_str(),
+        current_token.0,
         error
     )
     .execute(conn)
@@ -149,7 +156,10 @@ pub async fn abandon_older(conn: &mut PgConnection, task_name: &str, current_tok
 }
 
 /// The latest business date with a SUCCESS.
-pub async fn last_success(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Option<NaiveDate>> {
+pub async fn last_success(
+    executor: impl sqlx::PgExecutor<'_>,
+    task_name: &TaskName,
+) -> sqlx::Result<Option<NaiveDate>> {
     sqlx::query_scalar!(
         r#"
         select business_date from task_execution
@@ -157,7 +167,7 @@ pub async fn last_success(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
         order by business_date desc
         limit 1
         "#,
-        task_name
+        task_name.as_str()
     )
     .fetch_optional(executor)
     .await
@@ -167,7 +177,7 @@ pub async fn last_success(executor: impl sqlx::PgExecutor<'_>, task_name: &str) 
 /// `limit`: the gaps behind later SUCCESSes as well as the dates after the last one.
 pub async fn unsettled_between(
     executor: impl sqlx::PgExecutor<'_>,
-    task_name: &str,
+    task_name: &TaskName,
     from: NaiveDate,
     to: NaiveDate,
     limit: i64,
@@ -183,7 +193,7 @@ pub async fn unsettled_between(
         order by d
         limit $4
         "#,
-        task_name,
+        task_name.as_str(),
         from,
         to,
         limit
@@ -195,7 +205,7 @@ pub async fn unsettled_between(
 /// Which of `dates` already have a SUCCESS.
 pub async fn settled_among(
     executor: impl sqlx::PgExecutor<'_>,
-    task_name: &str,
+    task_name: &TaskName,
     dates: &[NaiveDate],
 ) -> sqlx::Result<HashSet<NaiveDate>> {
     let rows = sqlx::query_scalar!(
@@ -203,7 +213,7 @@ pub async fn settled_among(
         select business_date from task_execution
         where task_name = $1 and status = 'SUCCESS' and business_date = any($2)
         "#,
-        task_name,
+        task_name.as_str(),
         dates
     )
     .fetch_all(executor)
@@ -229,7 +239,7 @@ pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<
 /// Newest first; the cursor is the last id seen (rows with smaller ids follow).
 pub async fn list(
     executor: impl sqlx::PgExecutor<'_>,
-    task_name: &str,
+    task_name: &TaskName,
     page: PageRequest,
 ) -> sqlx::Result<Vec<Execution>> {
     sqlx::query_as!(
@@ -242,7 +252,7 @@ pub async fn list(
         order by id desc
         limit $3
         "#,
-        task_name,
+        task_name.as_str(),
         page.after,
         page.fetch()
     )
@@ -251,7 +261,7 @@ pub async fn list(
 }
 
 /// The newest execution of `task_name` (the jobs view): the first row of [`list`]'s first page.
-pub async fn latest(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Option<Execution>> {
+pub async fn latest(executor: impl sqlx::PgExecutor<'_>, task_name: &TaskName) -> sqlx::Result<Option<Execution>> {
     let newest = PageRequest { after: 0, limit: 1 };
     Ok(list(executor, task_name, newest).await?.into_iter().next())
 }
@@ -259,9 +269,9 @@ pub async fn latest(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sql
 /// The execution a given run (fencing token) started for `business_date`.
 pub async fn find_by_token(
     executor: impl sqlx::PgExecutor<'_>,
-    task_name: &str,
+    task_name: &TaskName,
     business_date: NaiveDate,
-    fencing_token: i64,
+    fencing_token: FencingToken,
 ) -> sqlx::Result<Option<Execution>> {
     sqlx::query_as!(
         Execution,
@@ -273,9 +283,9 @@ pub async fn find_by_token(
         order by id desc
         limit 1
         "#,
-        task_name,
+        task_name.as_str(),
         business_date,
-        fencing_token
+        fencing_token.0
     )
     .fetch_optional(executor)
     .await

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 use super::PageRequest;
-use crate::domain::{FineStatus, LoanId, MemberId};
+use crate::domain::{FencingToken, FineStatus, LoanId, MemberId};
 
 // The row as stored is the shape the API serves: one type (the doc comment below is the
 // OpenAPI description).
@@ -37,7 +37,8 @@ pub struct Fine {
     pub voided_at: Option<DateTime<Utc>>,
     pub void_reason: Option<String>,
     /// The fencing token of the settlement run that last wrote the fine.
-    pub fencing_token: i64,
+    #[schema(value_type = i64)]
+    pub fencing_token: FencingToken,
 }
 
 /// The schema of a fine status, listing the names [`FineStatus`] owns (inline, as the API has

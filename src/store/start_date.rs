@@ -5,11 +5,13 @@
 
 use chrono::NaiveDate;
 
+use crate::domain::TaskName;
+
 /// The recorded start date of `task_name`, if the job ever planned a date.
-pub async fn recorded(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> sqlx::Result<Option<NaiveDate>> {
+pub async fn recorded(executor: impl sqlx::PgExecutor<'_>, task_name: &TaskName) -> sqlx::Result<Option<NaiveDate>> {
     let row = sqlx::query_scalar!(
         "select start_date from job_registration where task_name = $1",
-        task_name
+        task_name.as_str()
     )
     .fetch_optional(executor)
     .await?;
@@ -21,7 +23,7 @@ pub async fn recorded(executor: impl sqlx::PgExecutor<'_>, task_name: &str) -> s
 /// creates has no `first_seen_at`: planning is not a deployment (`store::alerts::register_job`).
 pub async fn record_first(
     executor: impl sqlx::PgExecutor<'_>,
-    task_name: &str,
+    task_name: &TaskName,
     first_planned: NaiveDate,
 ) -> sqlx::Result<NaiveDate> {
     sqlx::query_scalar!(
@@ -32,7 +34,7 @@ pub async fn record_first(
             set start_date = coalesce(job_registration.start_date, excluded.start_date)
         returning start_date as "start_date!"
         "#,
-        task_name,
+        task_name.as_str(),
         first_planned
     )
     .fetch_one(executor)

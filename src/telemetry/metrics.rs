@@ -14,6 +14,8 @@ use std::time::Duration;
 use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter};
 use opentelemetry::{InstrumentationScope, KeyValue};
 
+use crate::domain::TaskName;
+
 /// Boundaries for job durations, in seconds: a date usually settles in seconds, a long backfill
 /// in minutes, and the timeout alert is at 30 minutes by default.
 const JOB_DURATION_BUCKETS: [f64; 14] = [
@@ -123,10 +125,10 @@ fn with_instruments(record: impl FnOnce(&Instruments)) {
 
 /// One execution (one business date of one fire) ended. `trigger`: `cron`, `startup`, `manual`;
 /// `status`: the final `task_execution.status` (`SUCCESS`, `FAILED`).
-pub fn job_execution(task: &str, trigger: &str, status: &str, duration: Duration) {
+pub fn job_execution(task: &TaskName, trigger: &str, status: &str, duration: Duration) {
     with_instruments(|i| {
         let attributes = [
-            KeyValue::new("task", task.to_owned()),
+            KeyValue::new("task", task.to_string()),
             KeyValue::new("trigger", trigger.to_owned()),
             KeyValue::new("status", status.to_owned()),
         ];
@@ -136,9 +138,9 @@ pub fn job_execution(task: &str, trigger: &str, status: &str, duration: Duration
 }
 
 /// Rows written by one business date of `task`: fines accrued and fines settled.
-pub fn rows(task: &str, accrued: u64, settled: u64) {
+pub fn rows(task: &TaskName, accrued: u64, settled: u64) {
     with_instruments(|i| {
-        let attributes = [KeyValue::new("task", task.to_owned())];
+        let attributes = [KeyValue::new("task", task.to_string())];
         i.rows_accrued.add(accrued, &attributes);
         i.rows_settled.add(settled, &attributes);
     });
@@ -147,12 +149,12 @@ pub fn rows(task: &str, accrued: u64, settled: u64) {
 /// One attempt to take `task`'s lock. `outcome`: `WON`, `HELD` (another replica has it), `BUSY`
 /// (this process is still running the previous fire), `LOST_LEASE`, `UNAVAILABLE` (the lock
 /// store did not answer), `NOTHING_TO_DO`.
-pub fn lock_attempt(task: &str, outcome: &str) {
+pub fn lock_attempt(task: &TaskName, outcome: &str) {
     with_instruments(|i| {
         i.lock_attempts.add(
             1,
             &[
-                KeyValue::new("task", task.to_owned()),
+                KeyValue::new("task", task.to_string()),
                 KeyValue::new("outcome", outcome.to_owned()),
             ],
         );
@@ -161,13 +163,13 @@ pub fn lock_attempt(task: &str, outcome: &str) {
 
 /// One renewal of `task`'s lease; `ok == false` means the lease was not extended (lost, or the
 /// lock store failed), after which the holder stops.
-pub fn lease_renewal(task: &str, ok: bool) {
+pub fn lease_renewal(task: &TaskName, ok: bool) {
     with_instruments(|i| {
         let outcome = if ok { "RENEWED" } else { "FAILED" };
         i.lease_renewals.add(
             1,
             &[
-                KeyValue::new("task", task.to_owned()),
+                KeyValue::new("task", task.to_string()),
                 KeyValue::new("outcome", outcome),
             ],
         );
@@ -175,10 +177,10 @@ pub fn lease_renewal(task: &str, ok: bool) {
 }
 
 /// `task` last succeeded at `unix_seconds` (the `finished_at` of its latest SUCCESS).
-pub fn last_success(task: &str, unix_seconds: i64) {
+pub fn last_success(task: &TaskName, unix_seconds: i64) {
     with_instruments(|i| {
         i.last_success
-            .record(unix_seconds, &[KeyValue::new("task", task.to_owned())])
+            .record(unix_seconds, &[KeyValue::new("task", task.to_string())])
     });
 }
 

@@ -3,6 +3,7 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use chrono_tz::Tz;
 
+use crate::domain::TaskName;
 use crate::domain::alert::{Alert, AlertState};
 use crate::lock::Lock;
 use crate::reminders::{self, QueueStats};
@@ -42,7 +43,7 @@ pub struct DashboardData {
 }
 
 pub struct JobSummary {
-    pub name: String,
+    pub name: TaskName,
     pub cron: String,
     pub next_fires: Vec<DateTime<Utc>>,
     pub last_success: Option<NaiveDate>,
@@ -79,7 +80,7 @@ pub async fn gather(state: &AppState) -> sqlx::Result<DashboardData> {
     alerts.truncate(ACTIVE_ALERTS as usize);
     let fines = store::dashboard::fine_totals(pool).await?;
     let job_summary = JobSummary {
-        name: task.to_owned(),
+        name: task.clone(),
         cron: job.schedule().expr().to_owned(),
         next_fires: job.schedule().upcoming(now, NEXT_FIRES),
         last_success: store::executions::last_success(pool, task).await?,
@@ -88,7 +89,7 @@ pub async fn gather(state: &AppState) -> sqlx::Result<DashboardData> {
     let lock = match job.lock().list().await {
         Ok(locks) => locks
             .into_iter()
-            .find(|l| l.task_name == task)
+            .find(|l| &l.task_name == task)
             .map_or(LockState::Never, LockState::Row),
         Err(error) => {
             tracing::warn!(%error, "dashboard: the lock store did not answer");

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{RangeFields, job_named, start_manual};
+use crate::domain::{FencingToken, TaskName};
 use crate::http::dates;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
@@ -27,8 +28,10 @@ pub struct BackfillRequest {
 /// A backfill that won the lock and is settling its dates.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct BackfillStarted {
-    pub task_name: String,
-    pub fencing_token: i64,
+    #[schema(value_type = String)]
+    pub task_name: TaskName,
+    #[schema(value_type = i64)]
+    pub fencing_token: FencingToken,
     /// The dates being settled, oldest first: the dates of the range without SUCCESS, after
     /// every earlier date without SUCCESS from the start date on (dates already settled are
     /// skipped).
@@ -61,7 +64,7 @@ pub async fn backfill_job(
     let fields = RangeFields { from: "from", to: "to" };
     let started = start_manual(&state, job, request, fields).await?;
     let response = BackfillStarted {
-        task_name: job.task_name().to_owned(),
+        task_name: job.task_name().clone(),
         fencing_token: started.fencing_token,
         dates: started.dates.clone(),
     };

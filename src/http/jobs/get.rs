@@ -43,10 +43,10 @@ pub(super) async fn describe(state: &AppState, job: &SettleJob) -> Result<Job, A
     let last_execution = store::executions::latest(pool, job.task_name()).await?;
     let last_success_date = store::executions::last_success(pool, job.task_name()).await?;
     let locks = job.lock().list().await.map_err(|e| ApiError::Internal(e.into()))?;
-    let lock = locks.into_iter().find(|l| l.task_name == job.task_name());
+    let lock = locks.into_iter().find(|l| &l.task_name == job.task_name());
     let settings = &state.settings.job;
     Ok(Job {
-        name: job.task_name().to_owned(),
+        name: job.task_name().clone(),
         cron: schedule.expr().to_owned(),
         time_zone: tz.name().to_owned(),
         next_fires,

@@ -17,7 +17,7 @@ use utoipa_axum::routes;
 
 use super::error::ApiError;
 use super::locks::Lock;
-use crate::domain::RangeError;
+use crate::domain::{RangeError, TaskName};
 use crate::jobs::{Activity, Refused, Request, SettleJob, Started};
 use crate::settlement::Trigger;
 use crate::state::AppState;
@@ -38,7 +38,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// The one job this service runs, by name; 404 for any other name.
 fn job_named<'a>(state: &'a AppState, name: &str) -> Result<&'a SettleJob, ApiError> {
-    if name == state.job.task_name() {
+    if name == state.job.task_name().as_str() {
         Ok(&state.job)
     } else {
         Err(ApiError::NotFound("job"))
@@ -48,7 +48,8 @@ fn job_named<'a>(state: &'a AppState, name: &str) -> Result<&'a SettleJob, ApiEr
 /// A scheduled job and its state.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Job {
-    pub name: String,
+    #[schema(value_type = String)]
+    pub name: TaskName,
     /// Six fields, seconds first, evaluated in `time_zone`.
     pub cron: String,
     pub time_zone: String,

@@ -249,10 +249,10 @@ async fn a_command_that_records_the_start_date_does_not_deploy_the_job() {
     let report = evaluate(&app.pool, &rules(false), "2026-06-10T04:00:00Z").await;
     assert!(report.raised.is_empty(), "{report:?}");
 
-    register(&app.pool, SETTLE_FINES.as_str()).await.unwrap();
+    register(&app.pool, &SETTLE_FINES).await.unwrap();
     assert!(first_seen_at(&app).await.is_some());
     registered_at(&app.pool, "2026-06-09T12:00:00Z").await;
-    register(&app.pool, SETTLE_FINES.as_str()).await.unwrap();
+    register(&app.pool, &SETTLE_FINES).await.unwrap();
     assert_eq!(first_seen_at(&app).await, Some(instant("2026-06-09T12:00:00Z")));
 }
 

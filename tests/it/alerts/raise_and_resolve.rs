@@ -18,7 +18,7 @@ async fn failed_is_raised_once_and_resolved_by_a_success() {
     assert_eq!(report.raised.len(), 1, "{report:?}");
     let alert = &report.raised[0];
     assert_eq!(alert.kind, AlertKind::Failed);
-    assert_eq!(alert.task_name, "settle-fines");
+    assert_eq!(alert.task_name, "settle-fines".into());
     assert_eq!(alert.business_date, date("2026-06-01"));
     assert_eq!(alert.state, AlertState::Active);
     assert_eq!(alert.execution_id, Some(failed));

@@ -23,7 +23,7 @@ pub use crate::common::fixtures::{date, instant};
 /// 5 s, measurements stale after three minutes.
 pub fn rules(webhook_enabled: bool) -> AlertRules {
     AlertRules {
-        task_name: SETTLE_FINES.to_string(),
+        task_name: SETTLE_FINES,
         schedule: CronSchedule::parse("0 0 2 * * *", chrono_tz::UTC).expect("valid cron"),
         job_timeout: Duration::from_secs(30 * 60),
         missed_grace: Duration::from_secs(60 * 60),
@@ -120,7 +120,7 @@ pub async fn registered_at(pool: &PgPool, first_seen_at: &str) {
 
 /// The start date the job's first plan records (`FINESETTLE_SETTLE_START_DATE` unset).
 pub async fn recorded_start(pool: &PgPool, start_date: &str) {
-    finesettle::store::start_date::record_first(pool, SETTLE_FINES.as_str(), date(start_date))
+    finesettle::store::start_date::record_first(pool, &SETTLE_FINES, date(start_date))
         .await
         .expect("record the start date");
 }

@@ -40,7 +40,7 @@ async fn cron_fire(app: &TestApp) -> Result<RunReport, Refused> {
 
 /// The dates from `from` through `to` without a SUCCESS.
 async fn unsettled(app: &TestApp, from: NaiveDate, to: NaiveDate) -> Vec<NaiveDate> {
-    finesettle::store::executions::unsettled_between(&app.pool, "settle-fines", from, to, 10_000)
+    finesettle::store::executions::unsettled_between(&app.pool, &"settle-fines".into(), from, to, 10_000)
         .await
         .unwrap()
 }

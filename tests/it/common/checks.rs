@@ -51,7 +51,7 @@ pub async fn assert_no_charge_twice(pool: &PgPool) {
 /// Fines and ledger equal the oracle's after running `dates` in order over `loans`.
 pub async fn assert_matches_oracle(pool: &PgPool, loans: &[(i64, LoanTerms)], dates: &[NaiveDate]) {
     // The job's start date: recorded by its first plan, or the first date run.
-    let start = finesettle::store::start_date::recorded(pool, TASK)
+    let start = finesettle::store::start_date::recorded(pool, &TASK)
         .await
         .unwrap()
         .or_else(|| dates.iter().min().copied())

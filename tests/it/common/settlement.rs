@@ -1,6 +1,7 @@
 //! A fresh database per test, the run context, runners, and what the database holds.
 
 use chrono::NaiveDate;
+use finesettle::domain::{FencingToken, TaskName};
 use finesettle::jobs::{PlanError, Planner, Request};
 use finesettle::settlement::{self, DateStatus, RunContext, Trigger, WalkReport};
 use sqlx::PgPool;
@@ -11,7 +12,7 @@ use crate::common::database::TestDatabase;
 use crate::common::oracle::{Entry, Fine, Model};
 use crate::common::seed::migrated_db_with;
 
-pub const TASK: &str = "settle-fines";
+pub const TASK: TaskName = TaskName::from_static("settle-fines");
 /// The token the tests' lock row starts with.
 pub const TOKEN: i64 = 7;
 /// Small, so that every date takes several batches in both steps.
@@ -56,8 +57,8 @@ pub fn start() -> NaiveDate {
 /// A run holding `token`, with the job started on [`start`].
 pub fn ctx(token: i64) -> RunContext {
     RunContext {
-        task_name: TASK.to_owned(),
-        fencing_token: token,
+        task_name: TASK,
+        fencing_token: FencingToken(token),
         instance_id: "test-replica".to_owned(),
         trigger: Trigger::Manual,
         start_date: start(),
@@ -71,7 +72,7 @@ pub fn ctx(token: i64) -> RunContext {
 pub fn planner(pool: &PgPool, configured_start: Option<NaiveDate>, max_days: u32) -> Planner {
     Planner {
         pool: pool.clone(),
-        task_name: TASK.to_owned(),
+        task_name: TASK,
         business_tz: chrono_tz::Asia::Shanghai,
         configured_start,
         max_days,

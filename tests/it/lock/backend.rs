@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use deadpool_redis::Pool;
+use finesettle::domain::{FencingToken, OwnerToken, TaskName};
 use finesettle::lock::{JobLock, PgLock, RedisLock};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -18,7 +19,7 @@ use crate::common::{TestApp, spawn_app};
 
 /// What the store holds for a task: (locked_by, owner_token, fencing_token, locked_at,
 /// locked_until), as in `task_lock`.
-pub type Stored = (String, Uuid, i64, DateTime<Utc>, DateTime<Utc>);
+pub type Stored = (String, OwnerToken, FencingToken, DateTime<Utc>, DateTime<Utc>);
 
 #[derive(Debug, Clone, Copy)]
 pub enum Backend {
@@ -111,13 +112,13 @@ impl Fixture {
     }
 
     /// What the store holds for `task_name`; panics when it holds nothing.
-    pub async fn stored(&self, task_name: &str) -> Stored {
+    pub async fn stored(&self, task_name: &TaskName) -> Stored {
         self.try_stored(task_name).await.expect("the store holds the lock")
     }
 
     /// What the store holds for `task_name`: the `task_lock` row, or the Redis key with its expiry
     /// (`None` once it expired or was deleted).
-    pub async fn try_stored(&self, task_name: &str) -> Option<Stored> {
+    pub async fn try_stored(&self, task_name: &TaskName) -> Option<Stored> {
         let Some(redis) = &self.redis else {
             return Some(crate::lock::stored(&self.app.pool, task_name).await);
         };
@@ -131,8 +132,8 @@ impl Fixture {
             .unwrap();
         let value = value?;
         let mut parts = value.splitn(4, ':');
-        let owner_token = parts.next().unwrap().parse().expect("an owner token");
-        let fencing_token = parts.next().unwrap().parse().expect("a fencing token");
+        let owner_token = OwnerToken(parts.next().unwrap().parse().expect("an owner token"));
+        let fencing_token = FencingToken(parts.next().unwrap().parse().expect("a fencing token"));
         let locked_at = parts.next().unwrap().parse().expect("locked_at in ms");
         let locked_by = parts.next().expect("a holder").to_owned();
         let millis = |ms| DateTime::from_timestamp_millis(ms).unwrap();
@@ -147,7 +148,7 @@ impl Fixture {
 
     /// How much of the task's lease is left now by the store's clock: `locked_until` less
     /// `clock_timestamp()` in PostgreSQL, the key's `PTTL` in Redis.
-    pub async fn remaining(&self, task_name: &str) -> chrono::Duration {
+    pub async fn remaining(&self, task_name: &TaskName) -> chrono::Duration {
         let millis: i64 = match &self.redis {
             None => sqlx::query_scalar(
                 "select (extract(epoch from locked_until - clock_timestamp()) * 1000)::bigint
@@ -170,7 +171,7 @@ impl Fixture {
     }
 
     /// Makes the task's lease expire now, as if its holder had crashed long ago.
-    pub async fn expire(&self, task_name: &str) {
+    pub async fn expire(&self, task_name: &TaskName) {
         let Some(redis) = &self.redis else {
             return crate::lock::expire(&self.app.pool, task_name).await;
         };
@@ -193,7 +194,7 @@ impl Fixture {
         }
     }
 
-    fn key(&self, task_name: &str) -> String {
+    fn key(&self, task_name: &TaskName) -> String {
         self.redis().expect("the Redis backend").0.lock_key(task_name)
     }
 

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
+use finesettle::domain::TaskName;
 use finesettle::jobs::plan;
 use finesettle::lock::{Acquired, FenceError, JobLock, Lease, LockSpec, fence, guard};
 use finesettle::settlement::RunContext;
@@ -137,7 +138,7 @@ async fn replay(fx: &Fixture, model: &Protocol, seed: u64) -> Result<Vec<Step>, 
 struct Replay<'a> {
     fx: &'a Fixture,
     model: &'a Protocol,
-    task: String,
+    task: TaskName,
     leases: Vec<Option<Lease>>,
     executions: Vec<Option<i64>>,
     /// The target of each replica's acquisition in flight.
@@ -150,7 +151,7 @@ impl<'a> Replay<'a> {
         Replay {
             fx,
             model,
-            task: format!("conformance-{seed}"),
+            task: format!("conformance-{seed}").into(),
             leases: vec![None; replicas],
             executions: vec![None; replicas],
             targets: vec![0; replicas],
@@ -242,7 +243,7 @@ impl<'a> Replay<'a> {
         match answer {
             Acquired::Won(lease) => {
                 let until = before.now + self.ticks_until(now, lease.locked_until);
-                let token = u8::try_from(lease.fencing_token).expect("a small token");
+                let token = u8::try_from(lease.fencing_token.0).expect("a small token");
                 self.leases[r] = Some(lease);
                 let dates = self.plan(self.targets[r]).await;
                 Outcome::Taken { token, until, dates }
@@ -348,7 +349,8 @@ impl<'a> Replay<'a> {
         let closed = records::fail(self.pool(), &ctx, execution_id, "refused by the replay")
             .await
             .expect("the database answers");
-        let current = matches!(self.leases[r], Some(ref lease) if i64::from(before.store.token) == lease.fencing_token);
+        let current =
+            matches!(self.leases[r], Some(ref lease) if i64::from(before.store.token) == lease.fencing_token.0);
         if closed != current {
             return Err(format!(
                 "the FAILED record was written: {closed}; the token is current: {current}"
@@ -421,7 +423,7 @@ impl<'a> Replay<'a> {
         let real = locks
             .iter()
             .find(|lock| lock.task_name == self.task)
-            .map(|lock| (lock.held, lock.fencing_token));
+            .map(|lock| (lock.held, lock.fencing_token.0));
         let modelled = (after.store.token > 0).then_some((!after.lock_is_free(), i64::from(after.store.token)));
         if real != modelled {
             return Err(format!(

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use finesettle::domain::FencingToken;
 use finesettle::lock::Acquired;
 use tokio::sync::Barrier;
 
@@ -70,7 +71,7 @@ async fn every_round_has_exactly_one_winner_per_task(backend: Backend) {
         let (lock, sections) = (lock.clone(), Arc::clone(&sections));
         let (start, tried, released) = (Arc::clone(&start), Arc::clone(&tried), Arc::clone(&released));
         handles.push(tokio::spawn(async move {
-            let spec = spec(&task_name(task), &format!("contender-{contender}"));
+            let spec = spec(task_name(task), &format!("contender-{contender}"));
             let mut tokens = Vec::new();
             for _ in 0..ROUNDS {
                 start.wait().await;
@@ -101,7 +102,7 @@ async fn every_round_has_exactly_one_winner_per_task(backend: Backend) {
     for tokens in &mut tokens_by_task {
         tokens.sort_unstable();
         // one acquisition per round, each with the next token
-        assert_eq!(*tokens, (1..=ROUNDS as i64).collect::<Vec<_>>());
+        assert_eq!(*tokens, (1..=ROUNDS as i64).map(FencingToken).collect::<Vec<_>>());
     }
 }
 
@@ -117,7 +118,7 @@ async fn free_running_contenders_never_share_a_section(backend: Backend) {
         let task = contender % TASKS;
         let (lock, sections, wins) = (lock.clone(), Arc::clone(&sections), Arc::clone(&wins));
         handles.push(tokio::spawn(async move {
-            let spec = spec(&task_name(task), &format!("contender-{contender}"));
+            let spec = spec(task_name(task), &format!("contender-{contender}"));
             for _ in 0..ATTEMPTS {
                 if let Acquired::Won(lease) = lock.try_acquire(&spec).await.expect("lock store answers") {
                     sections.visit(task).await;
@@ -137,9 +138,9 @@ async fn free_running_contenders_never_share_a_section(backend: Backend) {
     let entries = sections.entries();
     assert_eq!(entries.iter().sum::<usize>(), wins.load(Ordering::SeqCst));
     for view in lock.list().await.unwrap() {
-        let task: usize = view.task_name.trim_start_matches("task-").parse().unwrap();
+        let task: usize = view.task_name.as_str().trim_start_matches("task-").parse().unwrap();
         assert!(entries[task] >= 1);
-        assert_eq!(view.fencing_token, entries[task] as i64);
+        assert_eq!(view.fencing_token, FencingToken(entries[task] as i64));
     }
 }
 
@@ -156,7 +157,7 @@ async fn racing_first_acquisitions_of_new_tasks_answer_held_not_errors(backend: 
         for contender in 0..CONTENDERS_PER_TASK {
             let (lock, start) = (lock.clone(), Arc::clone(&start));
             handles.push(tokio::spawn(async move {
-                let spec = spec(&format!("new-task-{round}"), &format!("contender-{contender}"));
+                let spec = spec(format!("new-task-{round}"), &format!("contender-{contender}"));
                 start.wait().await;
                 lock.try_acquire(&spec).await
             }));
@@ -165,7 +166,7 @@ async fn racing_first_acquisitions_of_new_tasks_answer_held_not_errors(backend: 
         for handle in handles {
             match handle.await.expect("contender finished") {
                 Ok(Acquired::Won(lease)) => {
-                    assert_eq!(lease.fencing_token, 1);
+                    assert_eq!(lease.fencing_token, FencingToken(1));
                     winners += 1;
                 }
                 Ok(Acquired::Held { .. }) => {}

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use finesettle::domain::FencingToken;
 use finesettle::lock::{FenceError, Fenced, JobLock, Lease, fence, guard};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{PgPool, Postgres, Transaction};
@@ -20,9 +21,9 @@ on_each_backend!(
 );
 
 /// A settlement-shaped transaction: the fence, then a write, then commit.
-async fn fenced_write(pool: &PgPool, fencing_token: i64, email: &str) -> Result<(), FenceError> {
+async fn fenced_write(pool: &PgPool, fencing_token: FencingToken, email: &str) -> Result<(), FenceError> {
     let mut tx = fence::begin(pool).await?;
-    guard(&mut tx, TASK, fencing_token).await?;
+    guard(&mut tx, &TASK, fencing_token).await?;
     insert_member(&mut tx, email).await;
     tx.commit().await?;
     Ok(())
@@ -41,14 +42,14 @@ async fn insert_member(conn: &mut sqlx::PgConnection, email: &str) {
 async fn with_an_expired_holder(backend: Backend) -> (Fixture, Lease) {
     let fx = Fixture::new(backend).await;
     let holder = acquire(&fx.lock, &spec(TASK, "replica-a")).await;
-    fx.expire(TASK).await;
+    fx.expire(&TASK).await;
     (fx, holder)
 }
 
 /// A transaction that passed the fence with `fencing_token` and is still open.
-async fn a_fenced_transaction(pool: &PgPool, fencing_token: i64) -> Transaction<'static, Postgres> {
+async fn a_fenced_transaction(pool: &PgPool, fencing_token: FencingToken) -> Transaction<'static, Postgres> {
     let mut tx = fence::begin(pool).await.unwrap();
-    guard(&mut tx, TASK, fencing_token)
+    guard(&mut tx, &TASK, fencing_token)
         .await
         .expect("still the current token");
     tx
@@ -83,7 +84,7 @@ async fn a_stale_token_is_refused_and_writes_nothing(backend: Backend) {
         Err(FenceError::Fenced(fenced)) => assert_eq!(
             fenced,
             Fenced {
-                task_name: TASK.to_owned(),
+                task_name: TASK,
                 token: paused.fencing_token
             }
         ),
@@ -92,7 +93,12 @@ async fn a_stale_token_is_refused_and_writes_nothing(backend: Backend) {
     assert_eq!(app.row_counts().await, before);
 
     // a token from the future is no better than a stale one
-    let future = fenced_write(&app.pool, successor.fencing_token + 1, "future@example.org").await;
+    let future = fenced_write(
+        &app.pool,
+        FencingToken(successor.fencing_token.0 + 1),
+        "future@example.org",
+    )
+    .await;
     assert!(matches!(future, Err(FenceError::Fenced(_))));
     fenced_write(&app.pool, successor.fencing_token, "successor@example.org")
         .await
@@ -105,7 +111,7 @@ async fn an_unknown_task_is_fenced() {
     let app = spawn_app().await;
     let mut tx = fence::begin(&app.pool).await.unwrap();
     assert!(matches!(
-        guard(&mut tx, "no-such-task", 1).await,
+        guard(&mut tx, &"no-such-task".into(), FencingToken(1)).await,
         Err(FenceError::Fenced(_))
     ));
 }
@@ -128,7 +134,7 @@ async fn a_takeover_waits_for_the_fenced_transaction_and_then_fences_its_holder(
     insert_member(&mut tx, "last-write@example.org").await;
     tx.commit().await.unwrap();
     let successor = won(takeover.await.unwrap().unwrap());
-    assert_eq!(successor.fencing_token, holder.fencing_token + 1);
+    assert_eq!(successor.fencing_token, FencingToken(holder.fencing_token.0 + 1));
     assert_eq!(members(&app.pool).await, 1);
 
     // from now on the old holder is refused
@@ -177,7 +183,7 @@ async fn a_fenced_transaction_may_not_idle_forever_from_its_first_moment() {
         "10s",
         "in force as soon as the transaction is"
     );
-    guard(&mut tx, TASK, lease.fencing_token).await.unwrap();
+    guard(&mut tx, &TASK, lease.fencing_token).await.unwrap();
     assert_eq!(idle_limit(&mut tx).await, "10s");
     // committed, not rolled back: a rollback would undo even a session-wide `set`
     tx.commit().await.unwrap();
@@ -202,7 +208,7 @@ async fn a_holder_paused_inside_a_fenced_transaction_is_cut_off_and_writes_nothi
 
     // the database ended that session: the lock row is free again and the lease can be taken over
     let successor = won(lock.try_acquire(&spec(TASK, "replica-b")).await.unwrap());
-    assert_eq!(successor.fencing_token, holder.fencing_token + 1);
+    assert_eq!(successor.fencing_token, FencingToken(holder.fencing_token.0 + 1));
     // and the paused holder's next write fails instead of landing
     let woke = sqlx::query("insert into member (name, email) values ('Paused', 'paused@example.org')")
         .execute(&mut *paused)

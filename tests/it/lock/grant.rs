@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use finesettle::domain::FencingToken;
 use finesettle::lock::{LockSpec, fence, guard};
 use tokio::time::Instant;
 
@@ -33,9 +34,9 @@ async fn a_takeover_that_waited_for_the_old_holders_fence_holds_its_full_lease(b
     let fx = Fixture::new(backend).await;
     let holder = acquire(&fx.lock, &short_spec("replica-a")).await;
     // the lease runs out while a transaction that passed the fence is still open
-    fx.expire(TASK).await;
+    fx.expire(&TASK).await;
     let mut fenced = fence::begin(fx.pool()).await.unwrap();
-    guard(&mut fenced, TASK, holder.fencing_token).await.unwrap();
+    guard(&mut fenced, &TASK, holder.fencing_token).await.unwrap();
 
     let patient = fx.lock_with_row_wait(Duration::from_secs(60));
     let takeover = tokio::spawn(async move { patient.try_acquire(&short_spec("replica-b")).await });
@@ -45,7 +46,7 @@ async fn a_takeover_that_waited_for_the_old_holders_fence_holds_its_full_lease(b
     fenced.commit().await.unwrap();
     let lease = won(takeover.await.unwrap().unwrap());
 
-    assert_eq!(lease.fencing_token, holder.fencing_token + 1);
+    assert_eq!(lease.fencing_token, FencingToken(holder.fencing_token.0 + 1));
     assert!(
         lease.locked_at >= committed_at,
         "granted at {}, before the old holder committed at {committed_at}",
@@ -55,7 +56,7 @@ async fn a_takeover_that_waited_for_the_old_holders_fence_holds_its_full_lease(b
     let granted = lease.locked_until - lease.locked_at;
     assert!(full - SLACK < granted && granted <= full, "granted {granted}");
     // what is left by the store's own clock right after the grant: nearly all of it
-    let left = fx.remaining(TASK).await;
+    let left = fx.remaining(&TASK).await;
     assert!(left > full - SLACK, "{left} left of a {full} lease");
 }
 
@@ -64,7 +65,7 @@ async fn an_attempt_on_a_live_lock_answers_held_without_waiting_for_the_holders_
     let holder = acquire(&fx.lock, &spec(TASK, "replica-a")).await;
     // the live holder settles a date: its fenced transaction keeps a key-share lock on the row
     let mut fenced = fence::begin(fx.pool()).await.unwrap();
-    guard(&mut fenced, TASK, holder.fencing_token).await.unwrap();
+    guard(&mut fenced, &TASK, holder.fencing_token).await.unwrap();
 
     let row_wait = Duration::from_secs(3);
     let other = fx.lock_with_row_wait(row_wait);
@@ -112,9 +113,9 @@ async fn a_renewal_that_waited_for_the_row_counts_from_when_it_got_it() {
         .await
         .expect("still held");
     let full = chrono::Duration::from_std(LEASE).unwrap();
-    let left = fx.remaining(TASK).await;
+    let left = fx.remaining(&TASK).await;
     assert!(left > full - SLACK, "{left} left of a {full} renewal");
-    assert_eq!(fx.stored(TASK).await.4, renewed.locked_until);
+    assert_eq!(fx.stored(&TASK).await.4, renewed.locked_until);
 }
 
 #[tokio::test]
@@ -126,7 +127,7 @@ async fn a_lease_that_ran_out_while_its_renewal_waited_is_lost() {
         .execute(fx.pool())
         .await
         .unwrap();
-    let row = fx.stored(TASK).await;
+    let row = fx.stored(&TASK).await;
     assert_eq!(renew_behind_a_row_writer(&fx, &lease, FENCED_FOR).await, None);
-    assert_eq!(fx.stored(TASK).await, row, "an expired lease is not brought back");
+    assert_eq!(fx.stored(&TASK).await, row, "an expired lease is not brought back");
 }

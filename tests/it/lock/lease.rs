@@ -52,7 +52,7 @@ async fn the_keeper_pushes_locked_until_forward_while_the_job_runs(backend: Back
         (lease.owner_token, lease.fencing_token)
     );
     // a renewal cut short by stop() may still have landed, never gone backwards
-    assert!(fx.stored(TASK).await.4 >= renewed.locked_until);
+    assert!(fx.stored(&TASK).await.4 >= renewed.locked_until);
     assert!(lock.release(&renewed, Duration::ZERO).await.unwrap());
 }
 
@@ -62,14 +62,14 @@ async fn the_keeper_signals_lost_when_the_lease_is_taken_over(backend: Backend) 
     let lease = acquire(&lock, &short_spec("replica-a")).await;
     let keeper = LeaseKeeper::start(lock.clone(), lease.clone(), SHORT);
 
-    fx.expire(TASK).await;
+    fx.expire(&TASK).await;
     let successor = acquire(&lock, &short_spec("replica-b")).await;
     wait_lost(keeper.lost()).await;
     let renewals = keeper.renewals();
     let last = keeper.stop().await;
 
     assert_eq!(last.owner_token, lease.owner_token);
-    let (locked_by, owner_token, ..) = fx.stored(TASK).await;
+    let (locked_by, owner_token, ..) = fx.stored(&TASK).await;
     assert_eq!((locked_by.as_str(), owner_token), ("replica-b", successor.owner_token));
     assert!(!lock.release(&last, Duration::ZERO).await.unwrap());
     assert!(renewals <= 1, "no renewal succeeds after the takeover");
@@ -96,7 +96,7 @@ async fn stopping_at_once_keeps_the_lease_as_granted(backend: Backend) {
     let lost = keeper.lost();
     assert_eq!(keeper.stop().await, lease);
     assert!(!lost.is_cancelled());
-    assert_eq!(fx.stored(TASK).await.4, lease.locked_until);
+    assert_eq!(fx.stored(&TASK).await.4, lease.locked_until);
 }
 
 async fn a_keeper_started_late_still_gives_up_when_the_lease_ends(backend: Backend) {

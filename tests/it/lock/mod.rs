@@ -40,18 +40,18 @@ mod round_trips;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use finesettle::domain::{FencingToken, OwnerToken, TaskName};
 use finesettle::lock::{Acquired, JobLock, Lease, LockSpec};
 use sqlx::PgPool;
-use uuid::Uuid;
 
-pub const TASK: &str = "settle-fines";
+pub const TASK: TaskName = TaskName::from_static("settle-fines");
 pub const MINUTE: Duration = Duration::from_secs(60);
 
 /// A request for `task_name` by `instance_id`, held for ten minutes unless released, at least for
 /// nothing.
-pub fn spec(task_name: &str, instance_id: &str) -> LockSpec {
+pub fn spec(task_name: impl Into<TaskName>, instance_id: &str) -> LockSpec {
     LockSpec {
-        task_name: task_name.to_owned(),
+        task_name: task_name.into(),
         instance_id: instance_id.to_owned(),
         at_most_for: 10 * MINUTE,
         at_least_for: Duration::ZERO,
@@ -82,7 +82,10 @@ pub async fn acquire(lock: &JobLock, spec: &LockSpec) -> Lease {
 }
 
 /// The task's row as stored: (locked_by, owner_token, fencing_token, locked_at, locked_until).
-pub async fn stored(pool: &PgPool, task_name: &str) -> (String, Uuid, i64, DateTime<Utc>, DateTime<Utc>) {
+pub async fn stored(
+    pool: &PgPool,
+    task_name: &TaskName,
+) -> (String, OwnerToken, FencingToken, DateTime<Utc>, DateTime<Utc>) {
     sqlx::query_as(
         "select locked_by, owner_token, fencing_token, locked_at, locked_until from task_lock where task_name = $1",
     )
@@ -93,7 +96,7 @@ pub async fn stored(pool: &PgPool, task_name: &str) -> (String, Uuid, i64, DateT
 }
 
 /// Makes the task's lease expire now, as if its holder had crashed long ago.
-pub async fn expire(pool: &PgPool, task_name: &str) {
+pub async fn expire(pool: &PgPool, task_name: &TaskName) {
     sqlx::query("update task_lock set locked_until = now() - interval '1 second' where task_name = $1")
         .bind(task_name)
         .execute(pool)

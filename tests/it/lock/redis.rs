@@ -7,10 +7,10 @@ use std::time::Duration;
 use chrono::Utc;
 use deadpool_redis::Pool;
 use finesettle::config::LockBackend;
+use finesettle::domain::{FencingToken, OwnerToken};
 use finesettle::lock::{FenceError, JobLock, Lease, LockError, LockSpec, fence, guard};
 use serde_json::json;
 use sqlx::PgPool;
-use uuid::Uuid;
 
 use crate::common::triggers::create_trigger;
 use crate::common::{spawn_app, spawn_app_with_redis};
@@ -28,9 +28,9 @@ async fn redis_int(redis: &Pool, command: &str, key: &str) -> i64 {
 }
 
 /// Whether a settlement transaction carrying `token` passes the fence.
-async fn passes_the_fence(pool: &PgPool, token: i64) -> bool {
+async fn passes_the_fence(pool: &PgPool, token: FencingToken) -> bool {
     let mut tx = fence::begin(pool).await.unwrap();
-    match guard(&mut tx, TASK, token).await {
+    match guard(&mut tx, &TASK, token).await {
         Ok(()) => true,
         Err(FenceError::Fenced(_)) => false,
         Err(e) => panic!("the fence check failed: {e}"),
@@ -42,10 +42,13 @@ async fn the_lock_is_a_key_set_nx_px_on_the_redis_clock_and_its_token_is_publish
     let fx = Fixture::new(Backend::Redis).await;
     let (redis_lock, redis) = fx.redis().unwrap();
     let lease = acquire(&fx.lock, &spec(TASK, "replica-a")).await;
-    assert_eq!((lease.fencing_token, lease.locked_by.as_str()), (1, "replica-a"));
-    assert!(!lease.owner_token.is_nil());
+    assert_eq!(
+        (lease.fencing_token, lease.locked_by.as_str()),
+        (FencingToken(1), "replica-a")
+    );
+    assert!(!lease.owner_token.0.is_nil());
 
-    let key = redis_lock.lock_key(TASK);
+    let key = redis_lock.lock_key(&TASK);
     let value = redis_get(redis, &key).await.expect("the key is set");
     let locked_at_ms = lease.locked_at.timestamp_millis();
     assert_eq!(value, format!("{}:1:{locked_at_ms}:replica-a", lease.owner_token));
@@ -59,22 +62,22 @@ async fn the_lock_is_a_key_set_nx_px_on_the_redis_clock_and_its_token_is_publish
     let granted = lease.locked_until - lease.locked_at;
     assert!(granted <= chrono::Duration::minutes(10) && granted > chrono::Duration::minutes(9));
     assert_eq!(
-        redis_get(redis, &redis_lock.fencing_key(TASK)).await.as_deref(),
+        redis_get(redis, &redis_lock.fencing_key(&TASK)).await.as_deref(),
         Some("1")
     );
 
     // published before the winner could write anything: the fence knows the token
     assert_eq!(
-        stored(fx.pool(), TASK).await,
+        stored(fx.pool(), &TASK).await,
         (
             "replica-a".to_owned(),
             lease.owner_token,
-            1,
+            FencingToken(1),
             lease.locked_at,
             lease.locked_until
         )
     );
-    assert!(passes_the_fence(fx.pool(), 1).await);
+    assert!(passes_the_fence(fx.pool(), FencingToken(1)).await);
 }
 
 #[tokio::test]
@@ -95,13 +98,13 @@ async fn redis_unreachable_is_unavailable_without_a_panic_or_a_hang_and_changes_
     .execute(&app.pool)
     .await
     .unwrap();
-    let before = stored(&app.pool, TASK).await;
+    let before = stored(&app.pool, &TASK).await;
     let now = Utc::now();
     let lease = Lease {
         task_name: TASK.to_owned(),
         locked_by: "replica-a".to_owned(),
-        owner_token: Uuid::new_v4(),
-        fencing_token: 4,
+        owner_token: OwnerToken::random(),
+        fencing_token: FencingToken(4),
         locked_at: now,
         locked_until: now + chrono::Duration::minutes(1),
         asked_at: tokio::time::Instant::now(),
@@ -121,7 +124,7 @@ async fn redis_unreachable_is_unavailable_without_a_panic_or_a_hang_and_changes_
     assert!(unavailable(released.map(|r| r.map(|_| ()))));
     let listed = tokio::time::timeout(bounded, lock.list()).await;
     assert!(unavailable(listed.map(|r| r.map(|_| ()))));
-    assert_eq!(stored(&app.pool, TASK).await, before, "nothing was published");
+    assert_eq!(stored(&app.pool, &TASK).await, before, "nothing was published");
 }
 
 #[tokio::test]
@@ -138,7 +141,7 @@ async fn a_winner_that_cannot_publish_its_token_gives_the_redis_lock_back() {
 
     let refused = fx.lock.try_acquire(&spec(TASK, "replica-a")).await;
     assert!(matches!(refused, Err(LockError::Database(_))), "{refused:?}");
-    assert_eq!(fx.try_stored(TASK).await, None, "the key was given back");
+    assert_eq!(fx.try_stored(&TASK).await, None, "the key was given back");
 
     sqlx::raw_sql("drop trigger refuse_task_lock_writes on task_lock")
         .execute(fx.pool())
@@ -146,8 +149,8 @@ async fn a_winner_that_cannot_publish_its_token_gives_the_redis_lock_back() {
         .unwrap();
     // free at once, not after at_most_for; token 1 was spent on the attempt that never published
     let lease = acquire(&fx.lock, &spec(TASK, "replica-a")).await;
-    assert_eq!(lease.fencing_token, 2);
-    assert!(passes_the_fence(fx.pool(), 2).await);
+    assert_eq!(lease.fencing_token, FencingToken(2));
+    assert!(passes_the_fence(fx.pool(), FencingToken(2)).await);
 }
 
 #[tokio::test]
@@ -156,20 +159,20 @@ async fn a_winner_publishing_late_changes_nothing_and_stays_fenced() {
     let (redis_lock, _) = fx.redis().unwrap();
     let paused = acquire(&fx.lock, &spec(TASK, "replica-a")).await;
     // replica-a pauses past its TTL; replica-b takes the lock over and publishes token 2
-    fx.expire(TASK).await;
+    fx.expire(&TASK).await;
     let successor = acquire(&fx.lock, &spec(TASK, "replica-b")).await;
-    assert_eq!(successor.fencing_token, paused.fencing_token + 1);
-    let row = stored(fx.pool(), TASK).await;
+    assert_eq!(successor.fencing_token, FencingToken(paused.fencing_token.0 + 1));
+    let row = stored(fx.pool(), &TASK).await;
 
     // replica-a wakes up and (re)publishes its older token: refused, the row is unchanged
     assert!(!redis_lock.publish(&paused).await.unwrap());
-    assert_eq!(stored(fx.pool(), TASK).await, row);
+    assert_eq!(stored(fx.pool(), &TASK).await, row);
     assert!(!passes_the_fence(fx.pool(), paused.fencing_token).await);
     assert!(passes_the_fence(fx.pool(), successor.fencing_token).await);
     // nor can it touch the successor's key
     assert!(fx.lock.renew(&paused, MINUTE).await.unwrap().is_none());
     assert!(!fx.lock.release(&paused, Duration::ZERO).await.unwrap());
-    assert_eq!(fx.stored(TASK).await.2, successor.fencing_token);
+    assert_eq!(fx.stored(&TASK).await.2, successor.fencing_token);
 }
 
 #[tokio::test]
@@ -181,22 +184,26 @@ async fn tokens_continue_above_the_published_one_when_redis_lost_its_counter() {
         assert!(fx.lock.release(&lease, Duration::ZERO).await.unwrap());
     }
     let paused = acquire(&fx.lock, &spec(TASK, "replica-a")).await;
-    assert_eq!(paused.fencing_token, 3);
+    assert_eq!(paused.fencing_token, FencingToken(3));
 
     // Redis loses the task's keys: a flush, a restart without persistence, a failover to a replica
     // that lagged. The lock is free at once, and the counter would start again at 1.
     let mut conn = redis.get().await.unwrap();
     let () = redis::cmd("DEL")
-        .arg(redis_lock.lock_key(TASK))
-        .arg(redis_lock.fencing_key(TASK))
+        .arg(redis_lock.lock_key(&TASK))
+        .arg(redis_lock.fencing_key(&TASK))
         .query_async(&mut conn)
         .await
         .unwrap();
 
     let successor = acquire(&fx.lock, &spec(TASK, "replica-b")).await;
-    assert_eq!(successor.fencing_token, 4, "numbered above the published token");
     assert_eq!(
-        redis_get(redis, &redis_lock.fencing_key(TASK)).await.as_deref(),
+        successor.fencing_token,
+        FencingToken(4),
+        "numbered above the published token"
+    );
+    assert_eq!(
+        redis_get(redis, &redis_lock.fencing_key(&TASK)).await.as_deref(),
         Some("4")
     );
     assert!(!passes_the_fence(fx.pool(), paused.fencing_token).await);
@@ -205,7 +212,7 @@ async fn tokens_continue_above_the_published_one_when_redis_lost_its_counter() {
         assert!(fx.lock.release(&successor, Duration::ZERO).await.unwrap());
         acquire(&fx.lock, &spec(TASK, "replica-b")).await
     };
-    assert_eq!(next.fencing_token, 5);
+    assert_eq!(next.fencing_token, FencingToken(5));
 }
 
 #[tokio::test]
@@ -228,21 +235,21 @@ async fn the_admin_view_reads_live_expiries_from_redis_and_the_release_from_task
             view.locked_at,
             view.locked_until
         ),
-        ("replica-a", 1, lease.locked_at, renewed.locked_until)
+        ("replica-a", FencingToken(1), lease.locked_at, renewed.locked_until)
     );
     // renewals stay in Redis: the published row keeps the granted expiry
-    assert_eq!(stored(fx.pool(), TASK).await.4, lease.locked_until);
+    assert_eq!(stored(fx.pool(), &TASK).await.4, lease.locked_until);
 
     // released, kept for at_least_for: both Redis and the row end then
     assert!(fx.lock.release(&renewed, MINUTE).await.unwrap());
     let kept_until = lease.locked_at + chrono::Duration::minutes(1);
-    assert_eq!(fx.stored(TASK).await.4, kept_until);
-    assert_eq!(stored(fx.pool(), TASK).await.4, kept_until);
+    assert_eq!(fx.stored(&TASK).await.4, kept_until);
+    assert_eq!(stored(fx.pool(), &TASK).await.4, kept_until);
     let view = fx.lock.list().await.unwrap().remove(0);
     assert_eq!((view.held, view.locked_until), (true, kept_until));
 
     // once the key is gone the task is listed from the row, not held
-    fx.expire(TASK).await;
+    fx.expire(&TASK).await;
     let view = fx.lock.list().await.unwrap().remove(0);
     assert_eq!(
         (
@@ -251,7 +258,7 @@ async fn the_admin_view_reads_live_expiries_from_redis_and_the_release_from_task
             view.fencing_token,
             view.locked_until
         ),
-        (false, "replica-a", 1, kept_until)
+        (false, "replica-a", FencingToken(1), kept_until)
     );
 }
 

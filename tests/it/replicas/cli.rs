@@ -79,7 +79,7 @@ async fn backfill_while_another_replica_holds_the_lock_fails_naming_the_holder()
     let (from, to) = (ymd(2026, 3, 1), ymd(2026, 3, 5));
     let lock = JobLock::postgres(pool.clone());
     let spec = LockSpec {
-        task_name: "settle-fines".to_owned(),
+        task_name: "settle-fines".into(),
         instance_id: "replica-elsewhere".to_owned(),
         at_most_for: Duration::from_secs(60),
         at_least_for: Duration::ZERO,

@@ -31,7 +31,7 @@ const OPERATOR: &str = "operator-console";
 async fn held_by_an_operator(pool: &PgPool, held_for: Duration) -> DateTime<Utc> {
     let lock = JobLock::postgres(pool.clone());
     let spec = LockSpec {
-        task_name: "settle-fines".to_owned(),
+        task_name: "settle-fines".into(),
         instance_id: OPERATOR.to_owned(),
         at_most_for: held_for + Duration::from_secs(60),
         at_least_for: held_for,

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use finesettle::config::Settings;
+use finesettle::domain::FencingToken;
 use finesettle::jobs::{Refused, Request, RunReport, SettleJob};
 use finesettle::settlement::Trigger;
 use tokio::sync::Barrier;
@@ -98,7 +99,7 @@ async fn three_replicas_firing_together_settle_each_date_once() {
     // Rounds of one day, several days, across month ends, and a whole month at once.
     let targets = [0, 1, 6, 27, 30, 31, 45, 58, 59, 60, 88, 89, 90, 105, 119].map(|n| start + chrono::Days::new(n));
     let mut settled_through: Option<NaiveDate> = None;
-    let mut last_token = 0;
+    let mut last_token = FencingToken(0);
     for target in targets {
         let slot = slot_for(target);
         let outcomes = fire_together(&jobs, slot, Request::CatchUp { target }).await;
@@ -151,7 +152,7 @@ async fn three_replicas_firing_together_settle_each_date_once() {
         let won: Vec<_> = timeline.iter().filter(|a| a.outcome == "WON").collect();
         assert_eq!(won.len(), 1, "round {target}: {timeline:?}");
         assert_eq!(won[0].instance_id, REPLICAS[winner]);
-        assert_eq!(won[0].fencing_token, Some(report.fencing_token));
+        assert_eq!(won[0].fencing_token, Some(report.fencing_token.0));
         assert!(
             timeline
                 .iter()
@@ -173,7 +174,7 @@ async fn three_replicas_firing_together_settle_each_date_once() {
         for e in &round {
             assert_eq!(
                 (e.status.as_str(), e.instance_id.as_str(), e.fencing_token),
-                ("SUCCESS", REPLICAS[winner], report.fencing_token),
+                ("SUCCESS", REPLICAS[winner], report.fencing_token.0),
                 "round {target}: {e:?}"
             );
         }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use chrono::NaiveDate;
+use finesettle::domain::{FencingToken, TaskName};
 use finesettle::jobs::{Refused, Request};
 use finesettle::lock::{Acquired, JobLock, LockSpec, PgLock};
 use finesettle::settlement::{self, DateStatus, RunContext, Trigger};
@@ -17,7 +18,7 @@ use crate::common::slow::{execution_duration, fast_dates, sleeping_dates, slow_d
 use crate::common::{spawn_app_with, spawn_replica};
 use crate::replicas::cron::slot_for;
 
-const TASK: &str = "settle-fines";
+const TASK: TaskName = TaskName::from_static("settle-fines");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_date_three_leases_long_settles_while_the_lease_is_renewed_and_other_replicas_find_it_held() {
@@ -101,7 +102,7 @@ async fn a_takeover_during_a_long_date_waits_for_it_and_then_fences_the_old_hold
 
     let lock = JobLock::postgres(pool.clone());
     let spec = |instance: &str| LockSpec {
-        task_name: TASK.to_owned(),
+        task_name: TASK,
         instance_id: instance.to_owned(),
         at_most_for: LEASE,
         at_least_for: Duration::ZERO,
@@ -109,8 +110,8 @@ async fn a_takeover_during_a_long_date_waits_for_it_and_then_fences_the_old_hold
     let Acquired::Won(lease_a) = lock.try_acquire(&spec("replica-a")).await.unwrap() else {
         panic!("the lock of a fresh database is free");
     };
-    let context = |instance: &str, fencing_token: i64| RunContext {
-        task_name: TASK.to_owned(),
+    let context = |instance: &str, fencing_token: FencingToken| RunContext {
+        task_name: TASK,
         fencing_token,
         instance_id: instance.to_owned(),
         trigger: Trigger::Manual,
@@ -181,7 +182,7 @@ async fn a_takeover_during_a_long_date_waits_for_it_and_then_fences_the_old_hold
     let Acquired::Won(lease_b) = takeover.await.unwrap().unwrap() else {
         panic!("b takes the expired lock over once the date committed");
     };
-    assert_eq!(lease_b.fencing_token, lease_a.fencing_token + 1);
+    assert_eq!(lease_b.fencing_token, FencingToken(lease_a.fencing_token.0 + 1));
 
     // a's next write is refused: its walk stops at the second date, which it never started.
     let report_a = walk_a.await.unwrap();
@@ -208,9 +209,9 @@ async fn a_takeover_during_a_long_date_waits_for_it_and_then_fences_the_old_hold
     assert!(all.iter().all(|e| e.status == "SUCCESS"), "{all:#?}");
     for e in &all {
         let by = if e.business_date == dates[0] {
-            ("replica-a", lease_a.fencing_token)
+            ("replica-a", lease_a.fencing_token.0)
         } else {
-            ("replica-b", lease_b.fencing_token)
+            ("replica-b", lease_b.fencing_token.0)
         };
         assert_eq!((e.instance_id.as_str(), e.fencing_token), by, "{e:?}");
     }

@@ -25,7 +25,7 @@ async fn business_today(pool: &PgPool) -> NaiveDate {
 }
 
 async fn last_success(pool: &PgPool) -> Option<NaiveDate> {
-    finesettle::settlement::records::last_success(pool, "settle-fines")
+    finesettle::settlement::records::last_success(pool, &"settle-fines".into())
         .await
         .unwrap()
 }

@@ -193,7 +193,7 @@ async fn a_tampered_fine_raises_one_audit_alert_naming_the_loan_until_a_clean_re
     // The minute-by-minute resolution leaves it alone, although its date has a SUCCESS.
     let publisher = Publisher {
         pool: &db.pool,
-        task_name: TASK,
+        task_name: &TASK,
         webhook_enabled: true,
     };
     assert!(publisher.resolve_gone().await.unwrap().is_empty());

@@ -1,6 +1,7 @@
 //! A holder whose fencing token is no longer current writes nothing; its records are closed by
 //! the holder that replaced it.
 
+use finesettle::domain::FencingToken;
 use finesettle::settlement::{self, DateStatus, SettleError, records};
 use tokio_util::sync::CancellationToken;
 
@@ -37,7 +38,12 @@ async fn a_stale_token_writes_nothing() {
     tx.rollback().await.unwrap();
 
     // And the record writes.
-    assert_eq!(records::abandon_stale(&db.pool, TASK, TOKEN - 1).await.unwrap(), 0);
+    assert_eq!(
+        records::abandon_stale(&db.pool, &TASK, FencingToken(TOKEN - 1))
+            .await
+            .unwrap(),
+        0
+    );
     assert_eq!(row_versions(&db.pool).await, before);
 }
 
@@ -70,7 +76,12 @@ async fn a_lock_taken_over_mid_date_leaves_the_record_to_the_new_holder() {
         .execute(&db.pool)
         .await
         .unwrap();
-    assert_eq!(records::abandon_stale(&db.pool, TASK, TOKEN + 1).await.unwrap(), 1);
+    assert_eq!(
+        records::abandon_stale(&db.pool, &TASK, FencingToken(TOKEN + 1))
+            .await
+            .unwrap(),
+        1
+    );
     let row = records::find(&db.pool, execution_id).await.unwrap().unwrap();
     assert_eq!(row.status.as_str(), "FAILED");
     assert_eq!(
@@ -78,7 +89,7 @@ async fn a_lock_taken_over_mid_date_leaves_the_record_to_the_new_holder() {
         Some("abandoned: the lock passed to fencing token 8")
     );
     assert!(row.finished_at.is_some());
-    assert_eq!(row.fencing_token, TOKEN);
+    assert_eq!(row.fencing_token, FencingToken(TOKEN));
 }
 
 #[tokio::test]
@@ -100,7 +111,12 @@ async fn abandon_stale_closes_only_running_records_of_older_tokens() {
         .await
         .unwrap();
     }
-    assert_eq!(records::abandon_stale(&db.pool, TASK, TOKEN).await.unwrap(), 2);
+    assert_eq!(
+        records::abandon_stale(&db.pool, &TASK, FencingToken(TOKEN))
+            .await
+            .unwrap(),
+        2
+    );
     let rows = executions_of(&db.pool, date).await;
     let summary: Vec<(&str, i64, Option<&str>)> = rows.iter().map(|r| (r.0.as_str(), r.3, r.2.as_deref())).collect();
     let abandoned = Some("abandoned: the lock passed to fencing token 7");
@@ -114,5 +130,10 @@ async fn abandon_stale_closes_only_running_records_of_older_tokens() {
         ]
     );
     // Idempotent.
-    assert_eq!(records::abandon_stale(&db.pool, TASK, TOKEN).await.unwrap(), 0);
+    assert_eq!(
+        records::abandon_stale(&db.pool, &TASK, FencingToken(TOKEN))
+            .await
+            .unwrap(),
+        0
+    );
 }

@@ -2,6 +2,7 @@
 //! and the execution records it leaves.
 
 use chrono::NaiveDate;
+use finesettle::domain::FencingToken;
 use finesettle::settlement::{self, DateStatus, SettleError, records};
 use finesettle::store::PageRequest;
 use tokio_util::sync::CancellationToken;
@@ -33,7 +34,7 @@ async fn a_run_takes_every_date_without_success_from_the_start_oldest_first_capp
     assert_all_succeeded(&report);
     assert_eq!(report.outcomes.iter().map(|o| o.date).collect::<Vec<_>>(), capped);
     assert_eq!(
-        records::last_success(&db.pool, TASK).await.unwrap(),
+        records::last_success(&db.pool, &TASK).await.unwrap(),
         Some(ymd(2026, 3, 10))
     );
 
@@ -46,7 +47,7 @@ async fn a_run_takes_every_date_without_success_from_the_start_oldest_first_capp
             .unwrap(),
         next
     );
-    let settled = records::settled_among(&db.pool, TASK, &[ymd(2026, 3, 10), ymd(2026, 3, 11)])
+    let settled = records::settled_among(&db.pool, &TASK, &[ymd(2026, 3, 10), ymd(2026, 3, 11)])
         .await
         .unwrap();
     assert_eq!(settled, [ymd(2026, 3, 10)].into_iter().collect());
@@ -61,7 +62,7 @@ async fn without_a_configured_start_the_first_planned_date_is_recorded_and_kept(
         [ymd(2026, 3, 5)]
     );
     assert_eq!(
-        finesettle::store::start_date::recorded(&db.pool, TASK).await.unwrap(),
+        finesettle::store::start_date::recorded(&db.pool, &TASK).await.unwrap(),
         Some(ymd(2026, 3, 5))
     );
     // ... and later plans start there, whatever their target: no date is lost to a later fire.
@@ -139,7 +140,7 @@ async fn a_stop_request_lets_the_current_date_finish_and_leaves_the_rest() {
     assert_eq!(report.not_run, dates[2..]);
     assert!(report.stopped_at().is_none(), "stopped cleanly, not by a failure");
     assert!(!report.completed());
-    assert_eq!(records::last_success(&db.pool, TASK).await.unwrap(), Some(dates[1]));
+    assert_eq!(records::last_success(&db.pool, &TASK).await.unwrap(), Some(dates[1]));
 }
 
 #[tokio::test]
@@ -200,7 +201,7 @@ async fn executions_are_listed_newest_first_with_the_spec_fields() {
     let dates = days(ymd(2026, 3, 1), ymd(2026, 3, 5));
     assert_all_succeeded(&walk(&db.pool, &dates).await);
 
-    let first = records::list(&db.pool, TASK, PageRequest { after: 0, limit: 3 })
+    let first = records::list(&db.pool, &TASK, PageRequest { after: 0, limit: 3 })
         .await
         .unwrap();
     assert_eq!(first.len(), 4, "one more than the page, to know another follows");
@@ -213,15 +214,15 @@ async fn executions_are_listed_newest_first_with_the_spec_fields() {
             newest.instance_id.as_str(),
             newest.status.as_str()
         ),
-        (TASK, "manual", "test-replica", "SUCCESS")
+        (TASK.as_str(), "manual", "test-replica", "SUCCESS")
     );
-    assert_eq!(newest.fencing_token, TOKEN);
+    assert_eq!(newest.fencing_token, FencingToken(TOKEN));
     assert!(newest.finished_at.unwrap() >= newest.started_at);
     assert_eq!(newest.error, None);
 
     let rest = records::list(
         &db.pool,
-        TASK,
+        &TASK,
         PageRequest {
             after: first[2].id,
             limit: 3,
@@ -234,14 +235,14 @@ async fn executions_are_listed_newest_first_with_the_spec_fields() {
     expected.reverse();
     assert_eq!(listed, expected);
     assert!(
-        records::list(&db.pool, "another-task", PageRequest { after: 0, limit: 3 })
+        records::list(&db.pool, &"another-task".into(), PageRequest { after: 0, limit: 3 })
             .await
             .unwrap()
             .is_empty()
     );
     assert_eq!(records::find(&db.pool, newest.id).await.unwrap().as_ref(), Some(newest));
     assert_eq!(
-        settlement::records::last_success(&db.pool, TASK).await.unwrap(),
+        settlement::records::last_success(&db.pool, &TASK).await.unwrap(),
         Some(ymd(2026, 3, 5))
     );
 }

@@ -67,6 +67,6 @@ pub async fn emit_one_fire(expected: Exporting) {
     telemetry::init();
     assert_eq!(telemetry::exporting(), expected);
     tracing::info_span!("job.fire").in_scope(|| tracing::info!("fired"));
-    metrics::lock_attempt("settle-fines", "WON");
+    metrics::lock_attempt(&"settle-fines".into(), "WON");
     tokio::task::spawn_blocking(telemetry::shutdown).await.unwrap();
 }

@@ -183,16 +183,16 @@ async fn emit_a_settlement_and_http_traffic() {
         let _date = date.enter();
         tracing::warn!(alert.kind = "FAILED", job.task_name = TASK, "alert raised");
     }
-    metrics::job_execution(TASK, "manual", "SUCCESS", Duration::from_millis(1500));
-    metrics::job_execution(TASK, "cron", "FAILED", Duration::from_millis(250));
-    metrics::rows(TASK, 7, 3);
-    metrics::lock_attempt(TASK, "WON");
-    metrics::lock_attempt(TASK, "HELD");
-    metrics::lock_attempt(TASK, "HELD");
-    metrics::lease_renewal(TASK, true);
-    metrics::lease_renewal(TASK, true);
-    metrics::lease_renewal(TASK, false);
-    metrics::last_success(TASK, 1_764_547_200);
+    metrics::job_execution(&TASK.into(), "manual", "SUCCESS", Duration::from_millis(1500));
+    metrics::job_execution(&TASK.into(), "cron", "FAILED", Duration::from_millis(250));
+    metrics::rows(&TASK.into(), 7, 3);
+    metrics::lock_attempt(&TASK.into(), "WON");
+    metrics::lock_attempt(&TASK.into(), "HELD");
+    metrics::lock_attempt(&TASK.into(), "HELD");
+    metrics::lease_renewal(&TASK.into(), true);
+    metrics::lease_renewal(&TASK.into(), true);
+    metrics::lease_renewal(&TASK.into(), false);
+    metrics::last_success(&TASK.into(), 1_764_547_200);
     metrics::alerts_active("FAILED", 1);
     metrics::alerts_active("MISSED", 0);
 

@@ -12,7 +12,7 @@ async fn without_an_endpoint_nothing_is_exported_and_nothing_complains() {
         telemetry::init();
         assert_eq!(telemetry::exporting(), Exporting::default());
         tracing::info_span!("job.fire").in_scope(|| tracing::info!(job.task_name = "settle-fines", "fired"));
-        metrics::job_execution("settle-fines", "cron", "SUCCESS", Duration::from_secs(1));
+        metrics::job_execution(&"settle-fines".into(), "cron", "SUCCESS", Duration::from_secs(1));
         metrics::clock_skew(0.5);
         tokio::task::spawn_blocking(telemetry::shutdown).await.unwrap();
         return;

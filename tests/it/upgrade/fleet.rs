@@ -518,7 +518,7 @@ async fn a_rolling_upgrade_and_a_rollback_keep_every_date_once_and_answer_no_5xx
     fleet.stop_all().await;
 
     // Every date once, fines as the oracle has them, nothing failed.
-    let settled_through = finesettle::settlement::records::last_success(&pool, "settle-fines")
+    let settled_through = finesettle::settlement::records::last_success(&pool, &"settle-fines".into())
         .await
         .unwrap()
         .unwrap();

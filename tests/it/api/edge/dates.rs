@@ -38,7 +38,7 @@ async fn a_run_of_a_date_centuries_back_is_refused_and_records_nothing() {
     let reply = app.post(RUNS, json!({ "business_date": "0001-01-01" })).await;
     assert_eq!(reply.invalid_fields(), ["business_date"], "{}", reply.body);
     assert_eq!(app.row_counts().await, before);
-    let start = finesettle::store::start_date::recorded(&app.pool, "settle-fines")
+    let start = finesettle::store::start_date::recorded(&app.pool, &"settle-fines".into())
         .await
         .unwrap();
     assert_eq!(start, None, "the refused run recorded no start date");
