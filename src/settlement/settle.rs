@@ -149,14 +149,15 @@ const SETTLE_BATCH: &str = r#"
             -- stamped here, so the row trigger need not run (migration 20261205000210)
             updated_at = now()
         from recomputed x
-        where f.ctid = x.row and f.status = 'PENDING'
+        -- the picked addresses as one array: a TID scan of exactly those rows, whatever the
+        -- planner estimates (joined on `ctid`, it chose a hash join over the whole table)
+        where f.ctid = any (array(select row from picked)) and f.ctid = x.row and f.status = 'PENDING'
         returning f.id, f.member_id, f.status, f.amount_cents
     ),
     unqueued as (
         -- every picked fine is final and no longer PENDING once this statement commits
         delete from fine_pending q
-        using picked p
-        where q.ctid = p.queued
+        where q.ctid = any (array(select queued from picked))
     ),
     charged as (
         insert into ledger_entry (member_id, fine_id, kind, amount_cents, fencing_token)
