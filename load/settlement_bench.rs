@@ -105,7 +105,11 @@ async fn main() -> anyhow::Result<()> {
     }
     println!(
         "finesettle's schema: {}",
-        if contract { "after the contract step" } else { "expand migrations only (BENCH_CONTRACT=0)" }
+        if contract {
+            "after the contract step"
+        } else {
+            "expand migrations only (BENCH_CONTRACT=0)"
+        }
     );
     seed(&pool, loans).await?;
     let candidates: i64 = sqlx::query_scalar(

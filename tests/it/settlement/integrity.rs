@@ -583,7 +583,12 @@ async fn every_pending_fine_is_queued_whoever_writes_it() {
     };
     // (a) a PENDING May fine inserted by hand, and upserted again the way the accrual does
     let (kept, kept_member) = a_bare_loan(pool).await;
-    sqlx::query(INSERT_FINE).bind(kept).bind(kept_member).execute(pool).await.unwrap();
+    sqlx::query(INSERT_FINE)
+        .bind(kept)
+        .bind(kept_member)
+        .execute(pool)
+        .await
+        .unwrap();
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "{INSERT_FINE} on conflict (loan_id, settle_month) do update set overdue_days = 4, amount_cents = 200"
     )))
@@ -594,7 +599,12 @@ async fn every_pending_fine_is_queued_whoever_writes_it() {
     .unwrap();
     // (b) one moved to June: its May key leaves the queue, its June key joins it
     let (moved, moved_member) = a_bare_loan(pool).await;
-    sqlx::query(INSERT_FINE).bind(moved).bind(moved_member).execute(pool).await.unwrap();
+    sqlx::query(INSERT_FINE)
+        .bind(moved)
+        .bind(moved_member)
+        .execute(pool)
+        .await
+        .unwrap();
     sqlx::query(
         "update fine_record set settle_month = date '2026-06-01', accrued_through = date '2026-06-03'
          where loan_id = $1",
@@ -605,7 +615,12 @@ async fn every_pending_fine_is_queued_whoever_writes_it() {
     .unwrap();
     // (c) one voided by hand: its queue row may stay until the settlement reaches it
     let (voided, voided_member) = a_bare_loan(pool).await;
-    sqlx::query(INSERT_FINE).bind(voided).bind(voided_member).execute(pool).await.unwrap();
+    sqlx::query(INSERT_FINE)
+        .bind(voided)
+        .bind(voided_member)
+        .execute(pool)
+        .await
+        .unwrap();
     sqlx::query(
         "update fine_record set status = 'VOID', voided_at = now(), void_reason = 'by hand' where loan_id = $1",
     )
@@ -615,23 +630,31 @@ async fn every_pending_fine_is_queued_whoever_writes_it() {
     .unwrap();
     // (d) one deleted (a PENDING fine has no ledger entry, so it may go)
     let (deleted, deleted_member) = a_bare_loan(pool).await;
-    sqlx::query(INSERT_FINE).bind(deleted).bind(deleted_member).execute(pool).await.unwrap();
+    sqlx::query(INSERT_FINE)
+        .bind(deleted)
+        .bind(deleted_member)
+        .execute(pool)
+        .await
+        .unwrap();
     sqlx::query("delete from fine_record where loan_id = $1")
         .bind(deleted)
         .execute(pool)
         .await
         .unwrap();
     assert_eq!(queue_out_of_step(pool).await, (0, 0), "after the writes by hand");
-    let queued: Vec<(chrono::NaiveDate, i64)> = sqlx::query_as(
-        "select settle_month, loan_id from fine_pending where loan_id = any($1) order by loan_id",
-    )
-    .bind(vec![kept, moved, voided, deleted])
-    .fetch_all(pool)
-    .await
-    .unwrap();
+    let queued: Vec<(chrono::NaiveDate, i64)> =
+        sqlx::query_as("select settle_month, loan_id from fine_pending where loan_id = any($1) order by loan_id")
+            .bind(vec![kept, moved, voided, deleted])
+            .fetch_all(pool)
+            .await
+            .unwrap();
     assert_eq!(
         queued,
-        vec![(ymd(2026, 5, 1), kept), (ymd(2026, 6, 1), moved), (ymd(2026, 5, 1), voided)]
+        vec![
+            (ymd(2026, 5, 1), kept),
+            (ymd(2026, 6, 1), moved),
+            (ymd(2026, 5, 1), voided)
+        ]
     );
 
     // June 30 makes May and June final: the queued PENDING fines are settled and charged, the
