@@ -42,6 +42,11 @@
 //!    and settled by the date too (`settlement::changes`). Its time next to the rounds' best
 //!    time without imports is the cost of the imports. `BENCH_EXTRAS=0` leaves (c) and (d) out.
 //!
+//! finesettle's schema is the one after the release's contract step (`finesettle migrate
+//! --contract`), what replicas serve once the roll is over; `BENCH_CONTRACT=0` leaves the
+//! contract migrations out (the upgrade window, when the previous release's indexes are still
+//! kept up).
+//!
 //! The seeded loans stand for history that earlier nights accrued: the seed empties the queue of
 //! recorded loans (`loan_change`), so rounds (a)/(b) measure an ordinary night with no import.
 //!
@@ -84,6 +89,7 @@ async fn main() -> anyhow::Result<()> {
     let keep = std::env::var("BENCH_KEEP").is_ok_and(|v| v == "1");
     let extras = !std::env::var("BENCH_EXTRAS").is_ok_and(|v| v == "0");
     let concurrent = std::env::var("BENCH_MODE").is_ok_and(|v| v == "side-by-side");
+    let contract = !std::env::var("BENCH_CONTRACT").is_ok_and(|v| v == "0");
     let server = server_url();
     let date: NaiveDate = DATE.parse()?;
 
@@ -91,7 +97,21 @@ async fn main() -> anyhow::Result<()> {
     let seeded = Instant::now();
     recreate_database(&server, DB_SEED, None).await?;
     let pool = database::connect(&database_url(&server, DB_SEED), 4).await?;
-    database::migrate(&pool).await?;
+    // The schema once the release has rolled: its contract step too (`finesettle migrate
+    // --contract`). BENCH_CONTRACT=0 measures the upgrade window (expand migrations only).
+    if contract {
+        database::migrate_contract(&pool).await?;
+    } else {
+        database::migrate(&pool).await?;
+    }
+    println!(
+        "finesettle's schema: {}",
+        if contract {
+            "after the contract step"
+        } else {
+            "expand migrations only (BENCH_CONTRACT=0)"
+        }
+    );
     seed(&pool, loans).await?;
     let candidates: i64 = sqlx::query_scalar(
         "select count(*) from loan where due_on < $1 and (returned_on is null or returned_on >= date_trunc('month', $1)::date and returned_on > due_on)",
@@ -604,7 +624,12 @@ async fn hand_written(pool: &PgPool, date: NaiveDate) -> anyhow::Result<Timings>
             from loan l
             where l.id = f.loan_id and f.status = 'PENDING'
               and (f.settle_month < date_trunc('month', $1::date + 1)::date or l.returned_on <= $1)
-            returning f.id, f.member_id, f.amount_cents
+            returning f.id, f.member_id, f.amount_cents, f.settle_month, f.loan_id
+        ),
+        -- the same work as finesettle's: the settled fines leave the queue of PENDING fines
+        unqueued as (
+            delete from fine_pending q using settled s
+            where q.settle_month = s.settle_month and q.loan_id = s.loan_id
         ),
         charged as (
             insert into ledger_entry (member_id, fine_id, kind, amount_cents, fencing_token)

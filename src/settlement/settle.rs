@@ -12,8 +12,13 @@
 //! (a fine another transaction is voiding right now is skipped and, still final, settled by the
 //! next date), update them under `where status = 'PENDING'`, and post the CHARGE of each settled
 //! fine with `on conflict do nothing` on the unique `(fine_id, kind)` index. The fines are walked
-//! in the order of the `fine_record_pending` index by keyset, so a PENDING fine that is not final
-//! yet is looked at once per date, not once per batch.
+//! through their queue, `fine_pending` (migration `20261206000010`), in the order of its key
+//! `(settle_month, loan_id)` by keyset, so a PENDING fine that is not final yet is looked at once
+//! per date, not once per batch; the batch deletes the queue rows of the fines it picked. The
+//! queue holds every PENDING fine (triggers keep it so for every writer) and may hold fines that
+//! left PENDING otherwise (a void): those are picked too, left as they are, and unqueued. Since
+//! no index of `fine_record` names `status` (once the contract step dropped
+//! `fine_record_pending`), the settle update is a HOT update: no index entry per fine.
 
 use chrono::NaiveDate;
 use sqlx::PgConnection;
@@ -47,7 +52,7 @@ pub async fn settle(
     // Keyset position in (settle_month, loan_id) order; below any real fine to start with.
     let mut after = (NaiveDate::from_ymd_opt(1, 1, 1).expect("a valid date"), 0_i64);
     let mut counts = SettleCounts::default();
-    // The batches must walk `fine_record_pending` in key order and stop after `batch_size` final
+    // The batches must walk `fine_pending` in key order and stop after `batch_size` final
     // fines. The planner's alternative, collecting every PENDING fine and sorting them, is
     // chosen whenever it underestimates their number, and it always does here: statistics only
     // know committed rows, and the accrual has just added a month of fines in this transaction.
@@ -103,19 +108,22 @@ impl SettleBatch {
 /// $6 fencing token, $7 the void reason.
 const SETTLE_BATCH: &str = r#"
     with picked as (
-        -- the row's physical address too: the row is locked until commit, so it stays there,
-        -- and the update below finds it without a second walk of the primary key
-        select f.ctid as row, f.id, f.settle_month, f.loan_id, l.daily_fine_cents,
+        -- the queue row's and the fine's physical addresses too: the fine is locked until
+        -- commit, so it stays there, and the update below finds it without a second walk of
+        -- an index; nobody else deletes a queue row the walk is on (the date is fenced)
+        select q.ctid as queued, f.ctid as row, f.id, f.settle_month, f.loan_id, l.daily_fine_cents,
                greatest(l.due_on + 1, f.settle_month) as first_day,
                -- the last day that can count: the month end, or the return if earlier
                least((f.settle_month + interval '1 month')::date - 1, l.returned_on) as last_day
-        from fine_record f
+        from fine_pending q
+        join fine_record f on f.loan_id = q.loan_id and f.settle_month = q.settle_month
         join loan l on l.id = f.loan_id
-        where f.status = 'PENDING'
-          and (f.settle_month, f.loan_id) > ($1::date, $2::bigint)
+        -- no `f.status = 'PENDING'` here: a queued fine that is no longer PENDING (voided, or
+        -- settled by the previous release) is picked too, left alone below, and unqueued
+        where (q.settle_month, q.loan_id) > ($1::date, $2::bigint)
           -- final on D: its month has ended, or its loan was returned on or before D
           and (f.settle_month < $5 or l.returned_on <= $4)
-        order by f.settle_month, f.loan_id
+        order by q.settle_month, q.loan_id
         limit $3
         for update of f skip locked
     ),
@@ -128,6 +136,7 @@ const SETTLE_BATCH: &str = r#"
         from picked
     ),
     changed as (
+        -- changes no indexed column: a HOT update, no index entry (migration 20261206000010)
         update fine_record f
         set status = case when x.days > 0 then 'SETTLED' else 'VOID' end,
             overdue_days = x.days,
@@ -140,8 +149,15 @@ const SETTLE_BATCH: &str = r#"
             -- stamped here, so the row trigger need not run (migration 20261205000210)
             updated_at = now()
         from recomputed x
-        where f.ctid = x.row and f.status = 'PENDING'
+        -- the picked addresses as one array: a TID scan of exactly those rows, whatever the
+        -- planner estimates (joined on `ctid`, it chose a hash join over the whole table)
+        where f.ctid = any (array(select row from picked)) and f.ctid = x.row and f.status = 'PENDING'
         returning f.id, f.member_id, f.status, f.amount_cents
+    ),
+    unqueued as (
+        -- every picked fine is final and no longer PENDING once this statement commits
+        delete from fine_pending q
+        where q.ctid = any (array(select queued from picked))
     ),
     charged as (
         insert into ledger_entry (member_id, fine_id, kind, amount_cents, fencing_token)

@@ -479,3 +479,130 @@ async fn a_fine_has_one_charge() {
     .unwrap();
     assert_eq!(charges, 1);
 }
+
+/// (PENDING fines missing from `fine_pending`, queue rows naming no fine).
+async fn queue_out_of_step(pool: &PgPool) -> (i64, i64) {
+    sqlx::query_as(
+        "select (select count(*) from fine_record f where f.status = 'PENDING' and not exists
+                    (select from fine_pending q where q.settle_month = f.settle_month and q.loan_id = f.loan_id)),
+                (select count(*) from fine_pending q where not exists
+                    (select from fine_record f where f.settle_month = q.settle_month and f.loan_id = q.loan_id))",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+/// The settlement finds PENDING fines through their queue, `fine_pending` (migration
+/// `20261206000010`), so every PENDING fine must be queued whoever wrote it: raw SQL the way the
+/// previous release or an operator writes fines (which know nothing of the queue) inserts,
+/// upserts, re-keys, voids and deletes fines, and the queue must follow; the next month-end date
+/// then settles every queued PENDING fine and unqueues the voided one untouched.
+#[tokio::test]
+async fn every_pending_fine_is_queued_whoever_writes_it() {
+    let db = settled_march().await;
+    let pool = &db.pool;
+    assert_eq!(queue_out_of_step(pool).await, (0, 0), "after the walk");
+    // (status, CHARGEs) of the loan's fine for the month
+    let fine_of = |loan: i64, month: chrono::NaiveDate| async move {
+        sqlx::query_as::<_, (String, i64)>(
+            "select f.status,
+                    (select count(*) from ledger_entry e where e.fine_id = f.id and e.kind = 'CHARGE')
+             from fine_record f where f.loan_id = $1 and f.settle_month = $2",
+        )
+        .bind(loan)
+        .bind(month)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+    };
+    // (a) a PENDING May fine inserted by hand, and upserted again the way the accrual does
+    let (kept, kept_member) = a_bare_loan(pool).await;
+    sqlx::query(INSERT_FINE)
+        .bind(kept)
+        .bind(kept_member)
+        .execute(pool)
+        .await
+        .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "{INSERT_FINE} on conflict (loan_id, settle_month) do update set overdue_days = 4, amount_cents = 200"
+    )))
+    .bind(kept)
+    .bind(kept_member)
+    .execute(pool)
+    .await
+    .unwrap();
+    // (b) one moved to June: its May key leaves the queue, its June key joins it
+    let (moved, moved_member) = a_bare_loan(pool).await;
+    sqlx::query(INSERT_FINE)
+        .bind(moved)
+        .bind(moved_member)
+        .execute(pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "update fine_record set settle_month = date '2026-06-01', accrued_through = date '2026-06-03'
+         where loan_id = $1",
+    )
+    .bind(moved)
+    .execute(pool)
+    .await
+    .unwrap();
+    // (c) one voided by hand: its queue row may stay until the settlement reaches it
+    let (voided, voided_member) = a_bare_loan(pool).await;
+    sqlx::query(INSERT_FINE)
+        .bind(voided)
+        .bind(voided_member)
+        .execute(pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "update fine_record set status = 'VOID', voided_at = now(), void_reason = 'by hand' where loan_id = $1",
+    )
+    .bind(voided)
+    .execute(pool)
+    .await
+    .unwrap();
+    // (d) one deleted (a PENDING fine has no ledger entry, so it may go)
+    let (deleted, deleted_member) = a_bare_loan(pool).await;
+    sqlx::query(INSERT_FINE)
+        .bind(deleted)
+        .bind(deleted_member)
+        .execute(pool)
+        .await
+        .unwrap();
+    sqlx::query("delete from fine_record where loan_id = $1")
+        .bind(deleted)
+        .execute(pool)
+        .await
+        .unwrap();
+    assert_eq!(queue_out_of_step(pool).await, (0, 0), "after the writes by hand");
+    let queued: Vec<(chrono::NaiveDate, i64)> =
+        sqlx::query_as("select settle_month, loan_id from fine_pending where loan_id = any($1) order by loan_id")
+            .bind(vec![kept, moved, voided, deleted])
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        queued,
+        vec![
+            (ymd(2026, 5, 1), kept),
+            (ymd(2026, 6, 1), moved),
+            (ymd(2026, 5, 1), voided)
+        ]
+    );
+
+    // June 30 makes May and June final: the queued PENDING fines are settled and charged, the
+    // voided one stays as it is, and the queue is empty.
+    crate::common::settlement::assert_all_succeeded(&walk(pool, &[ymd(2026, 6, 30)]).await);
+    let (may, june) = (ymd(2026, 5, 1), ymd(2026, 6, 1));
+    assert_eq!(fine_of(kept, may).await, ("SETTLED".to_owned(), 1));
+    assert_eq!(fine_of(moved, june).await, ("SETTLED".to_owned(), 1));
+    assert_eq!(fine_of(voided, may).await, ("VOID".to_owned(), 0));
+    let left: i64 = sqlx::query_scalar("select count(*) from fine_pending")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "every month up to June is final on June 30");
+    assert_eq!(queue_out_of_step(pool).await, (0, 0), "after the settlement");
+}
