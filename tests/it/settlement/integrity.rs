@@ -518,12 +518,7 @@ async fn every_pending_fine_is_queued_whoever_writes_it() {
     };
     // (a) a PENDING May fine inserted by hand, and upserted again the way the accrual does
     let (kept, kept_member) = a_bare_loan(pool).await;
-    sqlx::query(INSERT_FINE)
-        .bind(kept)
-        .bind(kept_member)
-        .execute(pool)
-        .await
-        .unwrap();
+    insert_fine(pool, kept, kept_member).await;
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "{INSERT_FINE} on conflict (loan_id, settle_month) do update set overdue_days = 4, amount_cents = 200"
     )))
@@ -534,48 +529,27 @@ async fn every_pending_fine_is_queued_whoever_writes_it() {
     .unwrap();
     // (b) one moved to June: its May key leaves the queue, its June key joins it
     let (moved, moved_member) = a_bare_loan(pool).await;
-    sqlx::query(INSERT_FINE)
-        .bind(moved)
-        .bind(moved_member)
-        .execute(pool)
-        .await
-        .unwrap();
-    sqlx::query(
+    insert_fine(pool, moved, moved_member).await;
+    execute(
+        pool,
         "update fine_record set settle_month = date '2026-06-01', accrued_through = date '2026-06-03'
          where loan_id = $1",
+        moved,
     )
-    .bind(moved)
-    .execute(pool)
-    .await
-    .unwrap();
+    .await;
     // (c) one voided by hand: its queue row may stay until the settlement reaches it
     let (voided, voided_member) = a_bare_loan(pool).await;
-    sqlx::query(INSERT_FINE)
-        .bind(voided)
-        .bind(voided_member)
-        .execute(pool)
-        .await
-        .unwrap();
-    sqlx::query(
+    insert_fine(pool, voided, voided_member).await;
+    execute(
+        pool,
         "update fine_record set status = 'VOID', voided_at = now(), void_reason = 'by hand' where loan_id = $1",
+        voided,
     )
-    .bind(voided)
-    .execute(pool)
-    .await
-    .unwrap();
+    .await;
     // (d) one deleted (a PENDING fine has no ledger entry, so it may go)
     let (deleted, deleted_member) = a_bare_loan(pool).await;
-    sqlx::query(INSERT_FINE)
-        .bind(deleted)
-        .bind(deleted_member)
-        .execute(pool)
-        .await
-        .unwrap();
-    sqlx::query("delete from fine_record where loan_id = $1")
-        .bind(deleted)
-        .execute(pool)
-        .await
-        .unwrap();
+    insert_fine(pool, deleted, deleted_member).await;
+    execute(pool, "delete from fine_record where loan_id = $1", deleted).await;
     assert_eq!(queue_out_of_step(pool).await, (0, 0), "after the writes by hand");
     let queued: Vec<(chrono::NaiveDate, i64)> =
         sqlx::query_as("select settle_month, loan_id from fine_pending where loan_id = any($1) order by loan_id")
