@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{database_url, drop_database, env_or, ms, per_second, recreate_database, server_url};
+use common::{Scratch, env_or, ms, per_second};
 
 const TASK: TaskName = TaskName::from_static("settle-fines");
 const DB: &str = "finesettle_bench_audit";
@@ -45,13 +45,11 @@ async fn main() -> anyhow::Result<()> {
     // Only for the settlement that makes the month final.
     let batch_size: i64 = env_or("BENCH_BATCH_SIZE", 20_000)?;
     let rounds: usize = env_or("BENCH_ROUNDS", 3)?;
-    let keep = std::env::var("BENCH_KEEP").is_ok_and(|v| v == "1");
-    let server = server_url();
+    let scratch = Scratch::from_env();
 
     println!("seeding {loans} loans into {DB} ...");
     let started = Instant::now();
-    recreate_database(&server, DB, None).await?;
-    let pool = database::connect(&database_url(&server, DB), 4).await?;
+    let pool = scratch.fresh(DB, None, 4).await?;
     database::migrate(&pool).await?;
     let options = SeedOptions {
         members: (loans / 10).clamp(100, 100_000),
@@ -133,10 +131,7 @@ async fn main() -> anyhow::Result<()> {
     );
 
     pool.close().await;
-    if !keep {
-        drop_database(&server, DB).await?;
-    }
-    Ok(())
+    scratch.clean_up(&[DB]).await
 }
 
 /// Settles `date` (the job's start date) with the walk, as the nightly job would.

@@ -48,7 +48,7 @@ use sqlx::PgPool;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{database_url, drop_database, env_or, ms, per_second, recreate_database, server_url};
+use common::{Scratch, env_or, ms, per_second};
 
 const DB: &str = "finesettle_lockbench";
 const TASK: TaskName = TaskName::from_static("bench-lock");
@@ -61,12 +61,10 @@ async fn main() -> anyhow::Result<()> {
     let warmup: usize = env_or("BENCH_WARMUP", 200)?;
     let blocks: usize = env_or("BENCH_BLOCKS", 40)?;
     let block_cycles: usize = env_or("BENCH_BLOCK_CYCLES", 50)?;
-    let keep = std::env::var("BENCH_KEEP").is_ok_and(|v| v == "1");
-    let server = server_url();
+    let scratch = Scratch::from_env();
 
-    recreate_database(&server, DB, None).await?;
     // One connection: every cycle is sequential, and one backend makes the WAL counts exact.
-    let pool = database::connect(&database_url(&server, DB), 1).await?;
+    let pool = scratch.fresh(DB, None, 1).await?;
     database::migrate(&pool).await?;
     sqlx::raw_sql("create table bench_floor (id int primary key, v bigint not null)")
         .execute(&pool)
@@ -174,10 +172,7 @@ async fn main() -> anyhow::Result<()> {
     );
 
     pool.close().await;
-    if !keep {
-        drop_database(&server, DB).await?;
-    }
-    Ok(())
+    scratch.clean_up(&[DB]).await
 }
 
 /// One cycle's time, and the time its first commit took (the acquisition, or the upsert).

@@ -36,7 +36,7 @@ use sqlx::{AssertSqlSafe, PgPool};
 #[allow(dead_code)]
 #[path = "common/mod.rs"]
 mod common;
-use common::{database_url, drop_database, env_or, per_second, recreate_database, server_url};
+use common::{Scratch, env_or, per_second};
 
 const DB: &str = "finesettle_bench_reminders";
 const CONSUMERS: usize = 3;
@@ -49,15 +49,13 @@ async fn main() -> anyhow::Result<()> {
     let reminders: i64 = env_or("BENCH_REMINDERS", 50_000)?;
     let batch: usize = env_or("BENCH_BATCH", 100)?;
     let ping_time = Duration::from_secs(env_or("BENCH_PING_SECONDS", 3)?);
-    let keep = std::env::var("BENCH_KEEP").is_ok_and(|v| v == "1");
     let redis_url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
-    let server = server_url();
+    let scratch = Scratch::from_env();
     let tz = chrono_tz::Asia::Shanghai;
     let now: DateTime<Utc> = NOW.parse()?;
 
     println!("seeding {reminders} overdue loans into {DB} ...");
-    recreate_database(&server, DB, None).await?;
-    let pool = database::connect(&database_url(&server, DB), 8).await?;
+    let pool = scratch.fresh(DB, None, 8).await?;
     database::migrate(&pool).await?;
     seed(&pool, reminders).await?;
 
@@ -153,10 +151,7 @@ async fn main() -> anyhow::Result<()> {
         .query_async(&mut conn)
         .await?;
     pool.close().await;
-    if !keep {
-        drop_database(&server, DB).await?;
-    }
-    Ok(())
+    scratch.clean_up(&[DB]).await
 }
 
 /// Consumes at `now` until a step takes nothing; the reports summed.

@@ -65,7 +65,7 @@ use tokio_util::sync::CancellationToken;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{database_url, drop_database, env_or, ms, per_second, recreate_database, server_url};
+use common::{Scratch, env_or, ms, per_second};
 
 const TASK: TaskName = TaskName::from_static("settle-fines");
 const DB_SEED: &str = "finesettle_bench_settle_seed";
@@ -86,17 +86,15 @@ async fn main() -> anyhow::Result<()> {
     let batch_size: i64 = env_or("BENCH_BATCH_SIZE", 20_000)?;
     let rounds: usize = env_or("BENCH_ROUNDS", 3)?;
     let imports: i64 = env_or("BENCH_IMPORTS", 10_000)?;
-    let keep = std::env::var("BENCH_KEEP").is_ok_and(|v| v == "1");
     let extras = !std::env::var("BENCH_EXTRAS").is_ok_and(|v| v == "0");
     let concurrent = std::env::var("BENCH_MODE").is_ok_and(|v| v == "side-by-side");
     let contract = !std::env::var("BENCH_CONTRACT").is_ok_and(|v| v == "0");
-    let server = server_url();
+    let scratch = Scratch::from_env();
     let date: NaiveDate = DATE.parse()?;
 
     println!("seeding {loans} loans into {DB_SEED} and {DB_MIN_SEED} ...");
     let seeded = Instant::now();
-    recreate_database(&server, DB_SEED, None).await?;
-    let pool = database::connect(&database_url(&server, DB_SEED), 4).await?;
+    let pool = scratch.fresh(DB_SEED, None, 4).await?;
     // The schema once the release has rolled: its contract step too (`finesettle migrate
     // --contract`). BENCH_CONTRACT=0 measures the upgrade window (expand migrations only).
     if contract {
@@ -120,8 +118,7 @@ async fn main() -> anyhow::Result<()> {
     .fetch_one(&pool)
     .await?;
     pool.close().await;
-    recreate_database(&server, DB_MIN_SEED, None).await?;
-    let pool = database::connect(&database_url(&server, DB_MIN_SEED), 4).await?;
+    let pool = scratch.fresh(DB_MIN_SEED, None, 4).await?;
     seed_minimal(&pool, loans).await?;
     pool.close().await;
     println!("seeded in {:.1} s", seeded.elapsed().as_secs_f64());
@@ -144,12 +141,9 @@ async fn main() -> anyhow::Result<()> {
         // which goes first, so that a change in machine load does not always favour the same
         // side. Side by side (BENCH_MODE=side-by-side), all run at the same time, one backend
         // each: all see the same machine load, but they also compete for the same buffer cache.
-        recreate_database(&server, DB_A, Some(DB_SEED)).await?;
-        recreate_database(&server, DB_B, Some(DB_SEED)).await?;
-        recreate_database(&server, DB_MIN, Some(DB_MIN_SEED)).await?;
-        let pool_a = database::connect(&database_url(&server, DB_A), 4).await?;
-        let pool_b = database::connect(&database_url(&server, DB_B), 4).await?;
-        let pool_m = database::connect(&database_url(&server, DB_MIN), 4).await?;
+        let pool_a = scratch.fresh(DB_A, Some(DB_SEED), 4).await?;
+        let pool_b = scratch.fresh(DB_B, Some(DB_SEED), 4).await?;
+        let pool_m = scratch.fresh(DB_MIN, Some(DB_MIN_SEED), 4).await?;
         for pool in [&pool_a, &pool_b, &pool_m] {
             warm_up(pool).await?;
         }
@@ -223,12 +217,7 @@ async fn main() -> anyhow::Result<()> {
         if let Some(pool) = last_a {
             pool.close().await;
         }
-        if !keep {
-            for name in [DB_A, DB_B, DB_MIN, DB_SEED, DB_MIN_SEED] {
-                drop_database(&server, name).await?;
-            }
-        }
-        return Ok(());
+        return scratch.clean_up(&[DB_A, DB_B, DB_MIN, DB_SEED, DB_MIN_SEED]).await;
     }
     let pool_a = last_a.context("at least one round")?;
 
@@ -277,8 +266,7 @@ async fn main() -> anyhow::Result<()> {
     pool_a.close().await;
 
     // (d) the date after back-dated imports, on a fresh copy
-    recreate_database(&server, DB_A, Some(DB_SEED)).await?;
-    let pool_a = database::connect(&database_url(&server, DB_A), 4).await?;
+    let pool_a = scratch.fresh(DB_A, Some(DB_SEED), 4).await?;
     import_loans(&pool_a, imports).await?;
     warm_up(&pool_a).await?;
     checkpoint(&pool_a).await?;
@@ -308,12 +296,7 @@ async fn main() -> anyhow::Result<()> {
         "the imports' earlier months were not accrued"
     );
     pool_a.close().await;
-    if !keep {
-        for name in [DB_A, DB_B, DB_MIN, DB_SEED, DB_MIN_SEED] {
-            drop_database(&server, name).await?;
-        }
-    }
-    Ok(())
+    scratch.clean_up(&[DB_A, DB_B, DB_MIN, DB_SEED, DB_MIN_SEED]).await
 }
 
 /// (a) finesettle: the walk over the one date, with its records, fence and batches.

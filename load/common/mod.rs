@@ -1,14 +1,50 @@
-//! Helpers shared by the benchmark examples under `load/` (`lock_bench`, `reminders_bench`,
-//! `settlement_bench`): the scratch databases they drop and create, their `BENCH_*` settings and
-//! the units they print. Each includes it with `#[path = "common/mod.rs"] mod common;`.
+//! Helpers shared by the benchmark examples under `load/` (`audit_bench`, `lock_bench`,
+//! `reminders_bench`, `settlement_bench`): the scratch databases they drop and create, their
+//! `BENCH_*` settings and the units they print. Each includes it with
+//! `#[path = "common/mod.rs"] mod common;`.
 
 use std::time::Duration;
 
-use sqlx::{AssertSqlSafe, Connection, PgConnection};
+use finesettle::store::database;
+use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool};
+
+/// The scratch databases of a benchmark, on the server of `DATABASE_URL`: each created afresh
+/// for the run, and dropped at its end unless `BENCH_KEEP=1`.
+pub struct Scratch {
+    server: String,
+    keep: bool,
+}
+
+impl Scratch {
+    /// The server of `DATABASE_URL` ([`server_url`]), keeping the databases if `BENCH_KEEP=1`.
+    pub fn from_env() -> Self {
+        Scratch {
+            server: server_url(),
+            keep: std::env::var("BENCH_KEEP").is_ok_and(|v| v == "1"),
+        }
+    }
+
+    /// Database `name` dropped and created again, empty or as a copy of `template`, and a pool
+    /// of at most `connections` connections to it.
+    pub async fn fresh(&self, name: &str, template: Option<&str>, connections: u32) -> anyhow::Result<PgPool> {
+        recreate_database(&self.server, name, template).await?;
+        database::connect(&database_url(&self.server, name), connections).await
+    }
+
+    /// Drops `names` at the end of the run, unless `BENCH_KEEP=1` keeps them.
+    pub async fn clean_up(&self, names: &[&str]) -> anyhow::Result<()> {
+        if !self.keep {
+            for name in names {
+                drop_database(&self.server, name).await?;
+            }
+        }
+        Ok(())
+    }
+}
 
 /// `postgres://user@host:port` from `DATABASE_URL` (without database name or query), so that a
 /// benchmark names its own scratch database and can never drop one someone uses.
-pub fn server_url() -> String {
+fn server_url() -> String {
     let configured =
         std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
     let without_query = configured.split('?').next().unwrap_or_default();
@@ -19,13 +55,13 @@ pub fn server_url() -> String {
 }
 
 /// The URL of database `name` on `server` (from [`server_url`]).
-pub fn database_url(server: &str, name: &str) -> String {
+fn database_url(server: &str, name: &str) -> String {
     format!("{server}/{name}")
 }
 
 /// Drops `name` and creates it again, empty or as a copy of `template`, so that every run starts
 /// from the same state.
-pub async fn recreate_database(server: &str, name: &str, template: Option<&str>) -> anyhow::Result<()> {
+async fn recreate_database(server: &str, name: &str, template: Option<&str>) -> anyhow::Result<()> {
     drop_database(server, name).await?;
     let mut conn = PgConnection::connect(&database_url(server, "postgres")).await?;
     let sql = match template {
@@ -38,7 +74,7 @@ pub async fn recreate_database(server: &str, name: &str, template: Option<&str>)
 }
 
 /// Drops `name` if it exists, disconnecting whoever is still on it (a run that failed halfway).
-pub async fn drop_database(server: &str, name: &str) -> anyhow::Result<()> {
+async fn drop_database(server: &str, name: &str) -> anyhow::Result<()> {
     let mut conn = PgConnection::connect(&database_url(server, "postgres")).await?;
     sqlx::raw_sql(AssertSqlSafe(format!(
         "drop database if exists \"{name}\" with (force)"

@@ -6,18 +6,11 @@ use finesettle::alerts::{AlertWorkerConfig, run_alert_worker};
 use tokio_util::sync::CancellationToken;
 
 use crate::alerts::support::{Receiver, count, execution, rules};
+use crate::common::checks::eventually;
 use crate::common::spawn_app;
 
-/// Polls until `done` holds; fails the test after a minute (a hang, not a timing assertion).
-async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
-    for _ in 0..1200 {
-        if done().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("gave up waiting for {what}");
-}
+/// How long the deliveries may take: a hang, not a timing assertion.
+const WITHIN: Duration = Duration::from_secs(60);
 
 #[tokio::test]
 async fn the_worker_raises_delivers_resolves_and_stops() {
@@ -38,10 +31,16 @@ async fn the_worker_raises_delivers_resolves_and_stops() {
     let stop = CancellationToken::new();
     let worker = tokio::spawn(run_alert_worker(app.pool.clone(), config, stop.clone()));
 
-    eventually("the raise to be delivered", async || receiver.accepted().len() == 1).await;
+    eventually("the raise to be delivered", WITHIN, async || {
+        receiver.accepted().len() == 1
+    })
+    .await;
     assert_eq!(count(&app.pool, "select count(*) from job_registration").await, 1);
     execution(&app.pool, "2026-06-01", "SUCCESS", "1 minute").await;
-    eventually("the resolve to be delivered", async || receiver.accepted().len() == 2).await;
+    eventually("the resolve to be delivered", WITHIN, async || {
+        receiver.accepted().len() == 2
+    })
+    .await;
     let events: Vec<_> = receiver.accepted().iter().map(|p| p.body["event"].clone()).collect();
     assert_eq!(events, ["raised", "resolved"]);
     // The first POST failed and was retried: three requests, two accepted, one per event.

@@ -6,6 +6,7 @@ use chrono::{Datelike, Days, NaiveDate};
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::common::checks::eventually;
 use crate::common::{LIBRARIAN_TOKEN, READER_TOKEN, TestApp, spawn_app};
 
 const AUDITS: &str = "/api/v1/jobs/settle-fines/audits";
@@ -21,7 +22,8 @@ async fn settle(app: &TestApp, from: NaiveDate, to: NaiveDate) {
         .post("/api/v1/jobs/settle-fines/backfill", json!({ "from": from, "to": to }))
         .await;
     let dates = started.ok(202)["dates"].as_array().unwrap().len();
-    for _ in 0..600 {
+    let backfill = format!("the backfill of {from}..{to} to finish");
+    eventually(&backfill, Duration::from_secs(30), async || {
         let page = app.get("/api/v1/jobs/settle-fines/executions?limit=500").await;
         let done = page.ok(200)["items"]
             .as_array()
@@ -29,12 +31,9 @@ async fn settle(app: &TestApp, from: NaiveDate, to: NaiveDate) {
             .iter()
             .filter(|e| e["status"] == "SUCCESS")
             .count();
-        if done == dates {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the backfill of {from}..{to} did not finish");
+        done == dates
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -10,6 +10,8 @@ use finesettle::jobs::{Refused, Request, RunReport};
 use finesettle::settlement::Trigger;
 use serde_json::json;
 
+use crate::common::checks::eventually;
+use crate::common::fixtures::query_number;
 use crate::common::{TestApp, spawn_app_with};
 
 const JOB: &str = "/api/v1/jobs/settle-fines";
@@ -152,13 +154,9 @@ async fn loans_imported_after_their_months_were_settled_are_fined_at_the_next_fi
     let balance = app.get(&format!("/api/v1/members/{member_id}")).await.ok(200)["balance_cents"]
         .as_i64()
         .unwrap();
-    let charged: i64 = sqlx::query_scalar(
-        "select coalesce(sum(amount_cents), 0)::bigint from ledger_entry where member_id = $1 and kind = 'CHARGE'",
-    )
-    .bind(member_id)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let charges =
+        "select coalesce(sum(amount_cents), 0)::bigint from ledger_entry where member_id = $1 and kind = 'CHARGE'";
+    let charged = query_number(&app.pool, charges, member_id).await;
     assert!(charged > 0);
     assert_eq!(balance, charged);
 
@@ -196,12 +194,8 @@ async fn an_operators_run_of_a_later_date_leaves_no_gap() {
     // The next scheduled fire goes on from there; no date of the range is left without SUCCESS.
     cron_fire(&app).await.expect("the night's fire settles the rest");
     assert!(unsettled(&app, start, today - Days::new(1)).await.is_empty());
-    let successes: i64 =
-        sqlx::query_scalar("select count(*) from task_execution where status = 'SUCCESS' and business_date >= $1")
-            .bind(start)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let since_start = "select count(*) from task_execution where status = 'SUCCESS' and business_date >= $1";
+    let successes = query_number(&app.pool, since_start, start).await;
     assert_eq!(successes, 30, "one SUCCESS per date");
 
     // A date before the start date is refused, naming the start date.
@@ -229,14 +223,9 @@ async fn run_when_idle(app: &TestApp, date: NaiveDate) -> crate::common::Reply {
 
 /// Waits until every date from `from` through `to` has a SUCCESS.
 async fn wait_settled(app: &TestApp, from: NaiveDate, to: NaiveDate) {
-    for _ in 0..2400 {
-        if unsettled(app, from, to).await.is_empty() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "dates without SUCCESS after 120 s: {:?}",
-        unsettled(app, from, to).await
-    );
+    let every_date = format!("a SUCCESS of every date from {from} through {to}");
+    eventually(&every_date, Duration::from_secs(120), async || {
+        unsettled(app, from, to).await.is_empty()
+    })
+    .await;
 }

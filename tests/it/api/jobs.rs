@@ -7,26 +7,28 @@ use chrono::NaiveDate;
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::common::checks::poll_until;
 use crate::common::{LIBRARIAN_TOKEN, TestApp, spawn_app, spawn_app_with};
 
 const JOB: &str = "/api/v1/jobs/settle-fines";
 
 /// Polls the executions list until the execution `id` is no longer RUNNING.
 async fn finished_execution(app: &TestApp, id: i64) -> Value {
-    for _ in 0..300 {
-        let page = app.get(&format!("{JOB}/executions?limit=500")).await;
-        let found = page.ok(200)["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["id"] == id)
-            .cloned();
-        if let Some(execution) = found.filter(|e| e["status"] != "RUNNING") {
-            return execution;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("execution {id} did not finish");
+    poll_until(
+        &format!("execution {id} to finish"),
+        Duration::from_secs(15),
+        async || {
+            let page = app.get(&format!("{JOB}/executions?limit=500")).await;
+            let found = page.ok(200)["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["id"] == id)
+                .cloned();
+            found.filter(|e| e["status"] != "RUNNING")
+        },
+    )
+    .await
 }
 
 async fn yesterday(app: &TestApp) -> NaiveDate {

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::common::fixtures::{date, insert_book, insert_fine, insert_loan, ledger_sum};
+use crate::common::fixtures::{date, insert_book, insert_fine, insert_loan, ledger_sum, query_number};
 use crate::common::{LIBRARIAN_TOKEN, READER_TOKEN, TestApp, spawn_app};
 
 /// A member owing `amount_cents` through one settled fine (its CHARGE).
@@ -31,11 +31,8 @@ async fn ada_paying(amount_cents: i64) -> (TestApp, i64, String, Value) {
 }
 
 async fn payment_count(app: &TestApp, member_id: i64) -> i64 {
-    sqlx::query_scalar("select count(*) from ledger_entry where member_id = $1 and kind = 'PAYMENT'")
-        .bind(member_id)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
+    let payments = "select count(*) from ledger_entry where member_id = $1 and kind = 'PAYMENT'";
+    query_number(&app.pool, payments, member_id).await
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ use chrono::{Datelike, Days, NaiveDate};
 use serde_json::{Value, json};
 use sqlx::{Connection, PgConnection};
 
+use crate::common::checks::eventually;
 use crate::common::fixtures::{insert_book, insert_fine, insert_loan};
 use crate::common::triggers::create_trigger;
 use crate::common::{READER_TOKEN, TestApp, spawn_app_with};
@@ -35,20 +36,20 @@ async fn stop_settlements_before_commit(app: &TestApp) {
 
 /// Waits until a session is waiting for [`HOLD`]: the settlement, inside its transaction.
 async fn wait_until_held(app: &TestApp) {
-    for _ in 0..200 {
-        let waiting: bool = sqlx::query_scalar(
-            "select exists (select from pg_locks where locktype = 'advisory' and objid = $1 and not granted)",
-        )
-        .bind(HOLD as i32)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-        if waiting {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the settlement never reached its SUCCESS");
+    eventually(
+        "the settlement to reach its SUCCESS",
+        Duration::from_secs(10),
+        async || {
+            sqlx::query_scalar(
+                "select exists (select from pg_locks where locktype = 'advisory' and objid = $1 and not granted)",
+            )
+            .bind(HOLD as i32)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+        },
+    )
+    .await;
 }
 
 /// Whether another transaction holds a lock on row `id` of `table` (a `for update nowait` fails).

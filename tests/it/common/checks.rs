@@ -147,6 +147,11 @@ pub async fn lock_expired(pool: &PgPool) -> bool {
     lock_row(pool).await.is_none_or(|(_, _, expired)| expired)
 }
 
+/// Calls `done` until it holds, for at most `within`; panics naming `what` after that.
+pub async fn eventually(what: &str, within: Duration, mut done: impl AsyncFnMut() -> bool) {
+    poll_until(what, within, async || done().await.then_some(())).await
+}
+
 /// Calls `probe` until it answers `Some`, for at most `within`; panics naming `what` after that.
 pub async fn poll_until<T>(what: &str, within: Duration, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
     let deadline = tokio::time::Instant::now() + within;

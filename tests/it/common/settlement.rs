@@ -7,7 +7,7 @@ use finesettle::settlement::{self, DateStatus, RunContext, Trigger, WalkReport};
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::data::ymd;
+use crate::common::data::{insert_loans, random_loans, ymd};
 use crate::common::database::TestDatabase;
 use crate::common::oracle::{Entry, Fine, Model};
 use crate::common::seed::migrated_db_with;
@@ -47,6 +47,13 @@ pub async fn fresh_db() -> Db {
         pool,
         _database: database,
     }
+}
+
+/// A [`fresh_db`] holding `count` [`random_loans`] drawn from `seed`.
+pub async fn fresh_db_with_loans(seed: u64, count: usize) -> Db {
+    let db = fresh_db().await;
+    insert_loans(&db.pool, &random_loans(seed, count)).await;
+    db
 }
 
 /// The start date of the runs of these tests: no month before January 2026 is accrued.

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use crate::common::checks::{attempts, executions, poll_until, written_with};
 use crate::containers::stack::Stack;
 
 #[tokio::test]
@@ -18,34 +17,24 @@ async fn a_holder_cut_off_mid_date_cannot_commit_and_no_date_is_lost_or_settled_
 
     // The database ends the holder's idle transaction; its lease ends unrenewed; the others take
     // over and settle every date, the cut-off one included.
-    stack.assert_caught_up().await;
-    let all = executions(&stack.pool).await;
-    let closed = all.iter().find(|e| e.id == cut_off.id).unwrap();
-    assert_eq!(closed.status, "FAILED", "{closed:?}");
-    let before_reconnecting = written_with(&stack.pool, token).await;
+    let before_reconnecting = stack.assert_taken_over_from(&cut_off).await;
 
     // Back on the network: its stale transaction cannot commit, and it writes nothing with its
     // old token; it is an ordinary replica again and records its next fires.
     let reconnected = finesettle::store::clock::now(&stack.pool).await.unwrap();
     stack.connect(holder);
-    poll_until(
-        "the reconnected holder to record a fire",
-        Duration::from_secs(90),
-        async || {
-            attempts(&stack.pool)
-                .await
-                .iter()
-                .any(|a| a.instance_id == holder.id && a.fired_at > reconnected)
-                .then_some(())
-        },
-    )
-    .await;
-    assert_eq!(
-        written_with(&stack.pool, token).await,
-        before_reconnecting,
-        "the cut-off holder wrote with its old token\n{}",
-        stack.logs(holder).await
-    );
+    stack
+        .wait_for_attempt(
+            holder,
+            "the reconnected holder to record a fire",
+            Duration::from_secs(90),
+            |a| a.fired_at > reconnected,
+        )
+        .await;
+    let wrote = "the cut-off holder wrote with its old token";
+    stack
+        .assert_wrote_nothing_more(holder, token, &before_reconnecting, wrote)
+        .await;
     stack.assert_caught_up().await;
     stack.stop_all().await;
 }

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use crate::common::checks::{attempts, executions, poll_until, written_with};
 use crate::containers::stack::Stack;
 
 #[tokio::test]
@@ -14,34 +13,24 @@ async fn a_holder_frozen_past_its_lease_writes_nothing_when_it_thaws() {
 
     // Frozen, it renews nothing: the others take over once the lease ends and the database has
     // ended its idle transaction, and settle every date while it sleeps.
-    stack.assert_caught_up().await;
-    let all = executions(&stack.pool).await;
-    let closed = all.iter().find(|e| e.id == frozen.id).unwrap();
-    assert_eq!(closed.status, "FAILED", "{closed:?}");
-    let before_thawing = written_with(&stack.pool, token).await;
+    let before_thawing = stack.assert_taken_over_from(&frozen).await;
     assert!(!before_thawing.is_empty(), "the holder settled a date before it froze");
 
     // It thaws in the middle of its date, still believing it holds the lock: the fence stops it,
     // and it reports the lost lease.
     holder.container.unpause().await.expect("docker unpause");
-    poll_until(
-        "the thawed holder to record its lost lease",
-        Duration::from_secs(60),
-        async || {
-            attempts(&stack.pool)
-                .await
-                .iter()
-                .any(|a| a.instance_id == holder.id && a.outcome == "LOST_LEASE" && a.fencing_token == Some(token))
-                .then_some(())
-        },
-    )
-    .await;
-    assert_eq!(
-        written_with(&stack.pool, token).await,
-        before_thawing,
-        "the thawed holder wrote after it lost the lock\n{}",
-        stack.logs(holder).await
-    );
+    stack
+        .wait_for_attempt(
+            holder,
+            "the thawed holder to record its lost lease",
+            Duration::from_secs(60),
+            |a| a.outcome == "LOST_LEASE" && a.fencing_token == Some(token),
+        )
+        .await;
+    let wrote = "the thawed holder wrote after it lost the lock";
+    stack
+        .assert_wrote_nothing_more(holder, token, &before_thawing, wrote)
+        .await;
 
     stack.assert_caught_up().await;
     // Thawed, it is an ordinary replica again: it stops cleanly with the others.

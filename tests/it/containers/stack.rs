@@ -13,7 +13,9 @@ use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerAsync, GenericImage, ImageExt};
 use testcontainers_modules::postgres::Postgres;
 
-use crate::common::checks::{Execution, assert_settled_exactly_once, executions, poll_until};
+use crate::common::checks::{
+    Attempt, Execution, assert_settled_exactly_once, attempts, executions, poll_until, written_with,
+};
 use crate::common::containers::{self, Network, docker};
 use crate::common::data::days;
 use crate::common::images;
@@ -158,6 +160,46 @@ impl Stack {
         )
         .await;
         assert_settled_exactly_once(&self.pool, &self.loans, &days(self.start, settled_through)).await;
+    }
+
+    /// Waits until the others have caught up without the holder of `execution` (see
+    /// [`Stack::assert_caught_up`]), checks that they closed its date FAILED, and answers what
+    /// the holder had written with its token by then.
+    pub async fn assert_taken_over_from(&self, execution: &Execution) -> Vec<String> {
+        self.assert_caught_up().await;
+        let all = executions(&self.pool).await;
+        let closed = all.iter().find(|e| e.id == execution.id).unwrap();
+        assert_eq!(closed.status, "FAILED", "{closed:?}");
+        written_with(&self.pool, execution.fencing_token).await
+    }
+
+    /// Waits until `replica` records an attempt that `wanted` picks, for at most `within`.
+    pub async fn wait_for_attempt(
+        &self,
+        replica: &Replica,
+        what: &str,
+        within: Duration,
+        wanted: impl Fn(&Attempt) -> bool,
+    ) {
+        poll_until(what, within, async || {
+            attempts(&self.pool)
+                .await
+                .iter()
+                .any(|a| a.instance_id == replica.id && wanted(a))
+                .then_some(())
+        })
+        .await;
+    }
+
+    /// Asserts that `holder` has written nothing with `token` beyond `before` (what
+    /// [`Stack::assert_taken_over_from`] answered); `what` and the holder's logs otherwise.
+    pub async fn assert_wrote_nothing_more(&self, holder: &Replica, token: i64, before: &[String], what: &str) {
+        assert_eq!(
+            written_with(&self.pool, token).await,
+            before,
+            "{what}\n{}",
+            self.logs(holder).await
+        );
     }
 
     /// `docker stop` of every replica still running: each exits 0 (SIGTERM lets a running date

@@ -69,7 +69,7 @@ pub async fn dashboard(app: &TestApp) -> (u16, reqwest::header::HeaderMap, Strin
 }
 
 /// `123456` cents as the page shows them: `1,234.56`.
-pub fn money(cents: i64) -> String {
+fn money(cents: i64) -> String {
     let units = (cents / 100).to_string();
     let mut grouped = String::new();
     for (i, c) in units.chars().enumerate() {
@@ -81,8 +81,23 @@ pub fn money(cents: i64) -> String {
     format!("{grouped}.{:02}", cents % 100)
 }
 
+/// Asserts that `page` shows the count and sum of the PENDING and of the SETTLED fines as the
+/// table has them, and that some fines are PENDING.
+pub async fn assert_fine_totals_shown(app: &TestApp, page: &str) {
+    for status in ["PENDING", "SETTLED"] {
+        let (count, cents) = fine_total(app, status).await;
+        let row = format!(
+            r#"{status}</span></td><td class="num">{count}</td><td class="num">{}</td>"#,
+            money(cents)
+        );
+        assert!(page.contains(&row), "no row {row}");
+    }
+    let (pending, _) = fine_total(app, "PENDING").await;
+    assert!(pending > 0, "the seeded loans owe fines");
+}
+
 /// Count and sum of the fines of `status`, straight from the table.
-pub async fn fine_total(app: &TestApp, status: &str) -> (i64, i64) {
+async fn fine_total(app: &TestApp, status: &str) -> (i64, i64) {
     sqlx::query_as("select count(*), coalesce(sum(amount_cents), 0)::bigint from fine_record where status = $1")
         .bind(status)
         .fetch_one(&app.pool)

@@ -44,6 +44,8 @@ use finesettle::domain::{FencingToken, OwnerToken, TaskName};
 use finesettle::lock::{Acquired, JobLock, Lease, LockSpec};
 use sqlx::PgPool;
 
+use crate::common::checks::eventually;
+
 pub const TASK: TaskName = TaskName::from_static("settle-fines");
 pub const MINUTE: Duration = Duration::from_secs(60);
 
@@ -121,20 +123,16 @@ pub async fn own_pool(app: &crate::common::TestApp, max_connections: u32) -> PgP
 /// Waits until some session of this database waits for a lock: an acquisition or renewal queued
 /// behind a transaction the test keeps open.
 pub async fn wait_for_a_lock_waiter(pool: &PgPool) {
-    for _ in 0..1_000 {
-        let waiting: bool = sqlx::query_scalar(
+    eventually("a session to wait for a lock", Duration::from_secs(20), async || {
+        sqlx::query_scalar(
             "select exists (select 1 from pg_stat_activity
                             where datname = current_database() and wait_event_type = 'Lock')",
         )
         .fetch_one(pool)
         .await
-        .unwrap();
-        if waiting {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("no session ever waited for a lock");
+        .unwrap()
+    })
+    .await;
 }
 
 /// The database clock now (`clock_timestamp()`, not the transaction's start), on `conn`.

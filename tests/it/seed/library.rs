@@ -7,6 +7,7 @@ use finesettle::seed::{Policy, SeedError, SeedOptions, SeedReport, seed};
 use finesettle::settlement::Trigger;
 use indicatif::ProgressBar;
 
+use crate::common::fixtures::query_number;
 use crate::common::{TestApp, spawn_app};
 
 fn options(members: usize, books: usize, loans: usize, seed: u64) -> SeedOptions {
@@ -19,6 +20,11 @@ fn options(members: usize, books: usize, loans: usize, seed: u64) -> SeedOptions
         seed,
         reset: false,
     }
+}
+
+/// `options` with `reset`: the seed replaces whatever library there is.
+fn resetting(options: SeedOptions) -> SeedOptions {
+    SeedOptions { reset: true, ..options }
 }
 
 async fn run(app: &TestApp, options: &SeedOptions) -> Result<SeedReport, SeedError> {
@@ -167,20 +173,12 @@ async fn the_settlement_finds_the_seeded_overdue_loans() {
 
     // Independently: loans with at least one overdue day in yesterday's month, up to yesterday
     // (an overdue day is after the due date and not after the return date).
-    let expected: i64 = sqlx::query_scalar(
-        "select count(*) from loan
-         where greatest(due_on + 1, date_trunc('month', $1::date)::date) <= least($1::date, coalesce(returned_on, $1::date))",
-    )
-    .bind(yesterday)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
-    let fines: i64 =
-        sqlx::query_scalar("select count(*) from fine_record where settle_month = date_trunc('month', $1::date)::date")
-            .bind(yesterday)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let overdue_loans = "select count(*) from loan
+         where greatest(due_on + 1, date_trunc('month', $1::date)::date) <= least($1::date, coalesce(returned_on, $1::date))";
+    let expected = query_number(&app.pool, overdue_loans, yesterday).await;
+    let fines_of_the_month =
+        "select count(*) from fine_record where settle_month = date_trunc('month', $1::date)::date";
+    let fines = query_number(&app.pool, fines_of_the_month, yesterday).await;
     assert!(expected > 100, "{expected} loans are overdue");
     assert_eq!(fines, expected);
 }
@@ -201,11 +199,7 @@ async fn a_library_that_is_not_empty_is_refused_and_reset_replaces_it_but_keeps_
     assert!(refused.to_string().contains("pass --reset"), "{refused}");
     assert_eq!(app.row_counts().await, before, "a refused seed changes nothing");
 
-    let reset = SeedOptions {
-        reset: true,
-        ..options(30, 120, 200, 2)
-    };
-    run(&app, &reset).await.unwrap();
+    run(&app, &resetting(options(30, 120, 200, 2))).await.unwrap();
     let after = app.row_counts().await;
     let count = |counts: &[(String, i64)], table: &str| counts.iter().find(|(t, _)| t == table).unwrap().1;
     assert_eq!(
@@ -227,25 +221,9 @@ async fn the_same_seed_gives_the_same_library_and_another_seed_another() {
     let app = spawn_app().await;
     run(&app, &options(30, 100, 200, 5)).await.unwrap();
     let first = fingerprint(&app).await;
-    run(
-        &app,
-        &SeedOptions {
-            reset: true,
-            ..options(30, 100, 200, 5)
-        },
-    )
-    .await
-    .unwrap();
+    run(&app, &resetting(options(30, 100, 200, 5))).await.unwrap();
     assert_eq!(fingerprint(&app).await, first);
-    run(
-        &app,
-        &SeedOptions {
-            reset: true,
-            ..options(30, 100, 200, 6)
-        },
-    )
-    .await
-    .unwrap();
+    run(&app, &resetting(options(30, 100, 200, 6))).await.unwrap();
     assert_ne!(fingerprint(&app).await, first);
 }
 

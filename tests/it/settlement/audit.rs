@@ -10,9 +10,9 @@ use finesettle::jobs::Request;
 use finesettle::settlement::Trigger;
 use sqlx::PgPool;
 
-use crate::common::data::{days, insert_loans, random_loans, set_return, ymd};
+use crate::common::data::{days, set_return, ymd};
 use crate::common::fixtures::{insert_book, insert_fine, insert_loan};
-use crate::common::settlement::{BATCH, Db, TASK, assert_all_succeeded, fresh_db, start, walk};
+use crate::common::settlement::{BATCH, Db, TASK, assert_all_succeeded, fresh_db, fresh_db_with_loans, start, walk};
 use crate::common::spawn_app_with;
 
 fn march() -> NaiveDate {
@@ -36,8 +36,7 @@ async fn audit(pool: &PgPool, month: NaiveDate) -> AuditReport {
 
 /// 300 random loans, every date from March 1 to April 2 settled: March is final.
 async fn march_settled(seed: u64) -> Db {
-    let db = fresh_db().await;
-    insert_loans(&db.pool, &random_loans(seed, 300)).await;
+    let db = fresh_db_with_loans(seed, 300).await;
     assert_all_succeeded(&walk(&db.pool, &days(march(), ymd(2026, 4, 2))).await);
     db
 }

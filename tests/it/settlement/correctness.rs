@@ -2,16 +2,15 @@
 
 use finesettle::domain::{FineStatus, LoanTerms};
 
-use crate::common::data::{days, insert_loans, load_loans, random_loans, set_return, ymd};
+use crate::common::data::{days, load_loans, set_return, ymd};
 use crate::common::oracle::Model;
 use crate::common::settlement::{
-    BATCH, TASK, assert_all_succeeded, assert_matches, fines, fresh_db, ledger, start, walk,
+    BATCH, TASK, assert_all_succeeded, assert_matches, fines, fresh_db_with_loans, ledger, start, walk,
 };
 
 #[tokio::test]
 async fn an_in_order_walk_matches_the_oracle() {
-    let db = fresh_db().await;
-    insert_loans(&db.pool, &random_loans(1, 300)).await;
+    let db = fresh_db_with_loans(1, 300).await;
     let loans = load_loans(&db.pool).await;
     let dates = days(ymd(2026, 1, 20), ymd(2026, 4, 20));
 
@@ -61,8 +60,7 @@ async fn an_in_order_walk_matches_the_oracle() {
 
 #[tokio::test]
 async fn back_dated_returns_settle_at_their_final_amount_or_void() {
-    let db = fresh_db().await;
-    insert_loans(&db.pool, &random_loans(2, 300)).await;
+    let db = fresh_db_with_loans(2, 300).await;
     let loans = load_loans(&db.pool).await;
     let (first, second) = (
         days(ymd(2026, 2, 1), ymd(2026, 3, 15)),

@@ -6,10 +6,10 @@ use std::time::Duration;
 use finesettle::settlement::{self, DateStatus};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::data::{days, insert_loans, load_loans, random_loans, ymd};
+use crate::common::data::{days, load_loans, ymd};
 use crate::common::oracle::Model;
 use crate::common::settlement::{
-    TOKEN, assert_all_succeeded, assert_matches, ctx, dates_for_run, executions_of, fines, fresh_db, ledger,
+    TOKEN, assert_all_succeeded, assert_matches, ctx, dates_for_run, executions_of, fines, fresh_db_with_loans, ledger,
     row_versions, walk,
 };
 use crate::common::triggers::create_trigger;
@@ -18,8 +18,7 @@ const FAULT: &str = "test fault: the ledger refuses every entry";
 
 #[tokio::test]
 async fn a_date_refused_midway_leaves_nothing_and_is_redone_by_the_next_run() {
-    let db = fresh_db().await;
-    insert_loans(&db.pool, &random_loans(5, 250)).await;
+    let db = fresh_db_with_loans(5, 250).await;
     let loans = load_loans(&db.pool).await;
     let start = ymd(2026, 2, 1);
     let target = ymd(2026, 4, 10);
@@ -81,8 +80,7 @@ async fn a_date_refused_midway_leaves_nothing_and_is_redone_by_the_next_run() {
 
 #[tokio::test]
 async fn a_date_stopped_between_batches_is_rolled_back_and_recorded_abandoned() {
-    let db = fresh_db().await;
-    insert_loans(&db.pool, &random_loans(6, 200)).await;
+    let db = fresh_db_with_loans(6, 200).await;
     assert_all_succeeded(&walk(&db.pool, &days(ymd(2026, 3, 1), ymd(2026, 3, 9))).await);
     let before = row_versions(&db.pool).await;
 

@@ -5,14 +5,15 @@ use finesettle::domain::FencingToken;
 use finesettle::settlement::{self, DateStatus, SettleError, records};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::data::{days, insert_loans, random_loans, ymd};
-use crate::common::settlement::{TASK, TOKEN, assert_all_succeeded, ctx, executions_of, fresh_db, row_versions, walk};
+use crate::common::data::{days, ymd};
+use crate::common::settlement::{
+    TASK, TOKEN, assert_all_succeeded, ctx, executions_of, fresh_db, fresh_db_with_loans, row_versions, walk,
+};
 use crate::common::triggers::create_trigger;
 
 #[tokio::test]
 async fn a_stale_token_writes_nothing() {
-    let db = fresh_db().await;
-    insert_loans(&db.pool, &random_loans(7, 150)).await;
+    let db = fresh_db_with_loans(7, 150).await;
     assert_all_succeeded(&walk(&db.pool, &days(ymd(2026, 3, 1), ymd(2026, 3, 10))).await);
     let before = row_versions(&db.pool).await;
     let never = CancellationToken::new();
@@ -49,8 +50,7 @@ async fn a_stale_token_writes_nothing() {
 
 #[tokio::test]
 async fn a_lock_taken_over_mid_date_leaves_the_record_to_the_new_holder() {
-    let db = fresh_db().await;
-    insert_loans(&db.pool, &random_loans(8, 150)).await;
+    let db = fresh_db_with_loans(8, 150).await;
     let before = row_versions(&db.pool).await;
     // The lock passes to token 8 right after this run recorded its date as RUNNING (as when the
     // holder pauses past its lease there and another replica takes over).
@@ -98,19 +98,18 @@ async fn abandon_stale_closes_only_running_records_of_older_tokens() {
     let date = ymd(2026, 3, 1);
     // Executions of tokens 5, 6 (RUNNING) and 7 (RUNNING, the current holder's own) and a
     // finished one of token 5.
-    for (token, status) in [(5, "RUNNING"), (6, "RUNNING"), (7, "RUNNING"), (5, "SUCCESS")] {
-        sqlx::query(
-            "insert into task_execution (task_name, business_date, trigger, instance_id, fencing_token, status, finished_at) \
-             values ($1, $2, 'cron', 'old-replica', $3, $4, case when $4 = 'RUNNING' then null else now() end)",
-        )
-        .bind(TASK)
-        .bind(date)
-        .bind(token)
-        .bind(status)
-        .execute(&db.pool)
-        .await
-        .unwrap();
-    }
+    sqlx::query(
+        "insert into task_execution (task_name, business_date, trigger, instance_id, fencing_token, status, finished_at)
+         values ($1, $2, 'cron', 'old-replica', 5, 'RUNNING', null),
+                ($1, $2, 'cron', 'old-replica', 6, 'RUNNING', null),
+                ($1, $2, 'cron', 'old-replica', 7, 'RUNNING', null),
+                ($1, $2, 'cron', 'old-replica', 5, 'SUCCESS', now())",
+    )
+    .bind(TASK)
+    .bind(date)
+    .execute(&db.pool)
+    .await
+    .unwrap();
     assert_eq!(
         records::abandon_stale(&db.pool, &TASK, FencingToken(TOKEN))
             .await

@@ -20,10 +20,10 @@ use proptest::test_runner::{Config, TestRunner};
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::data::{days, insert_loans, load_loans, set_return};
+use crate::common::data::{days, load_loans, set_return};
 use crate::common::oracle::Model;
 use crate::common::settlement::{
-    TOKEN, assert_all_succeeded, assert_matches, ctx, dates_for_run, fines, fresh_db, ledger, start,
+    TOKEN, assert_all_succeeded, assert_matches, ctx, dates_for_run, fines, fresh_db_with_loans, ledger, start,
 };
 
 /// Nights run by each case: January 1 through mid-March, across two month ends.
@@ -104,9 +104,8 @@ fn fines_do_not_depend_on_when_loans_were_recorded() {
 }
 
 async fn run_scenario(seed: u64, events: &[Event]) {
-    let db = fresh_db().await;
     // Known before the first night.
-    insert_loans(&db.pool, &crate::common::data::random_loans(seed, 20)).await;
+    let db = fresh_db_with_loans(seed, 20).await;
     let never = CancellationToken::new();
     let all_dates = days(start(), start() + Days::new(NIGHTS - 1));
     for (night, &today) in all_dates.iter().enumerate() {
@@ -186,7 +185,7 @@ async fn return_open(pool: &PgPool, today: NaiveDate, pick: usize, back: u64) {
     }
 }
 
-/// [`insert_loans`] for a database that already has members: one new book per loan.
+/// [`insert_loans`](crate::common::data::insert_loans) for a database that already has members: one new book per loan.
 async fn insert_more_loans(pool: &PgPool, loans: &[LoanTerms]) {
     for loan in loans {
         sqlx::query(

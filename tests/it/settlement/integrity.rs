@@ -10,10 +10,12 @@
 
 use std::time::Duration;
 
-use sqlx::{Connection, PgConnection, PgPool};
+use sqlx::postgres::PgRow;
+use sqlx::{Connection, FromRow, PgConnection, PgPool, Postgres, Transaction};
 
-use crate::common::data::{insert_loans, random_loans, ymd};
-use crate::common::settlement::{fresh_db, walk};
+use crate::common::data::ymd;
+use crate::common::fixtures::open_transaction;
+use crate::common::settlement::{fresh_db, fresh_db_with_loans, walk};
 
 /// Asserts that `result` is the database refusing with `code`, naming `constraint`.
 fn refused<T: std::fmt::Debug>(result: Result<T, sqlx::Error>, code: &str, constraint: &str) {
@@ -47,6 +49,14 @@ async fn execute(pool: &PgPool, sql: &'static str, id: i64) {
     sqlx::query(sql).bind(id).execute(pool).await.unwrap();
 }
 
+/// The one row `sql` answers, as a tuple of its columns.
+async fn fetch_row<T>(pool: &PgPool, sql: &'static str) -> T
+where
+    T: for<'r> FromRow<'r, PgRow> + Send + Unpin,
+{
+    sqlx::query_as(sql).fetch_one(pool).await.unwrap()
+}
+
 /// A member of its own named `name` (`<name>@example.org`); returns its id.
 async fn a_member(pool: &PgPool, name: &str) -> i64 {
     sqlx::query_scalar("insert into member (name, email) values ($1, $1 || '@example.org') returning id")
@@ -68,52 +78,48 @@ async fn insert_fine(pool: &PgPool, loan: i64, member: i64) {
 
 /// Every fine and ledger entry names a loan, member and fine that exist.
 async fn assert_no_orphans(pool: &PgPool) {
-    let orphans: (i64, i64, i64, i64) = sqlx::query_as(
+    let orphans: (i64, i64, i64, i64) = fetch_row(
+        pool,
         "select (select count(*) from fine_record f where not exists (select from loan l where l.id = f.loan_id)),
                 (select count(*) from fine_record f where not exists (select from member m where m.id = f.member_id)),
                 (select count(*) from ledger_entry e where not exists (select from member m where m.id = e.member_id)),
                 (select count(*) from ledger_entry e
                  where e.fine_id is not null and not exists (select from fine_record f where f.id = e.fine_id))",
     )
-    .fetch_one(pool)
-    .await
-    .unwrap();
+    .await;
     assert_eq!(orphans, (0, 0, 0, 0));
 }
 
 /// A database whose March was settled on March 31: SETTLED fines with their CHARGEs.
 async fn settled_march() -> crate::common::settlement::Db {
-    let db = fresh_db().await;
-    insert_loans(&db.pool, &random_loans(21, 60)).await;
+    let db = fresh_db_with_loans(21, 60).await;
     crate::common::settlement::assert_all_succeeded(&walk(&db.pool, &[ymd(2026, 3, 31)]).await);
     db
 }
 
 /// (fine id, loan id, member id) of a SETTLED fine with a CHARGE.
 async fn a_settled_fine(pool: &PgPool) -> (i64, i64, i64) {
-    sqlx::query_as(
+    fetch_row(
+        pool,
         "select f.id, f.loan_id, f.member_id from fine_record f
          join ledger_entry e on e.fine_id = f.id and e.kind = 'CHARGE'
          where f.status = 'SETTLED' order by f.id limit 1",
     )
-    .fetch_one(pool)
     .await
-    .unwrap()
 }
 
 /// A loan of its own (with a member and a book of its own) that nothing references yet: its
 /// queue row is taken off, as a run would.
 async fn a_bare_loan(pool: &PgPool) -> (i64, i64) {
-    let (loan, member): (i64, i64) = sqlx::query_as(
+    let (loan, member): (i64, i64) = fetch_row(
+        pool,
         "with m as (insert into member (name, email) values ('bare', 'bare' || gen_random_uuid() || '@example.org') returning id),
               b as (insert into book (title) values ('bare') returning id)
          insert into loan (member_id, book_id, borrowed_on, due_on, daily_fine_cents)
          select m.id, b.id, date '2026-05-01', date '2026-05-15', 50 from m, b
          returning id, member_id",
     )
-    .fetch_one(pool)
-    .await
-    .unwrap();
+    .await;
     sqlx::query("delete from loan_change where loan_id = $1")
         .bind(loan)
         .execute(pool)
@@ -331,6 +337,16 @@ async fn a_fine_and_the_removal_of_its_loan_cannot_both_commit() {
     }
 }
 
+/// A REPEATABLE READ transaction whose snapshot is taken now.
+async fn repeatable_read(pool: &PgPool) -> Transaction<'static, Postgres> {
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::raw_sql("set transaction isolation level repeatable read; select 1")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx
+}
+
 /// In REPEATABLE READ a transaction's snapshot is older than the rows it checks against. A fine
 /// for a loan deleted since the snapshot is refused; removing a parent needs READ COMMITTED
 /// (checked against a fresh snapshot after the lock), and is refused otherwise.
@@ -338,11 +354,7 @@ async fn a_fine_and_the_removal_of_its_loan_cannot_both_commit() {
 async fn parents_are_removed_in_read_committed_and_children_checked_in_any_isolation() {
     let db = fresh_db().await;
     let (loan, member) = a_bare_loan(&db.pool).await;
-    let mut old = db.pool.begin().await.unwrap();
-    sqlx::raw_sql("set transaction isolation level repeatable read; select 1")
-        .execute(&mut *old)
-        .await
-        .unwrap();
+    let mut old = repeatable_read(&db.pool).await;
     execute(&db.pool, "delete from loan where id = $1", loan).await;
     let err = sqlx::query(INSERT_FINE)
         .bind(loan)
@@ -359,11 +371,7 @@ async fn parents_are_removed_in_read_committed_and_children_checked_in_any_isola
     old.rollback().await.unwrap();
 
     let (loan, _) = a_bare_loan(&db.pool).await;
-    let mut rr = db.pool.begin().await.unwrap();
-    sqlx::raw_sql("set transaction isolation level repeatable read")
-        .execute(&mut *rr)
-        .await
-        .unwrap();
+    let mut rr = repeatable_read(&db.pool).await;
     let err = sqlx::query("delete from loan where id = $1")
         .bind(loan)
         .execute(&mut *rr)
@@ -432,23 +440,18 @@ async fn a_fine_status_only_moves_forward_and_a_settled_amount_never_changes() {
         .fetch_one(&db.pool)
         .await
         .unwrap();
-    let mut tx = db.pool.begin().await.unwrap();
-    sqlx::query("update fine_record set status = 'SETTLED', settled_at = now(), updated_at = now() where id = $1")
-        .bind(pending)
-        .execute(&mut *tx)
+    let settle = "update fine_record set status = 'SETTLED', settled_at = now(), updated_at = now() where id = $1";
+    open_transaction(&db.pool, settle, pending)
+        .await
+        .rollback()
         .await
         .unwrap();
-    tx.rollback().await.unwrap();
     let void = "update fine_record set status = 'VOID', voided_at = now(), void_reason = 'test' where id = $1";
     execute(&db.pool, void, pending).await;
 
     // Whatever a statement writes into updated_at, the row says when it was last changed.
-    let mut tx = db.pool.begin().await.unwrap();
-    sqlx::query("update fine_record set updated_at = timestamptz '2000-01-01 00:00Z' where id = $1")
-        .bind(fine)
-        .execute(&mut *tx)
-        .await
-        .unwrap();
+    let stamp = "update fine_record set updated_at = timestamptz '2000-01-01 00:00Z' where id = $1";
+    let mut tx = open_transaction(&db.pool, stamp, fine).await;
     let stamped: bool = sqlx::query_scalar("select updated_at = now() from fine_record where id = $1")
         .bind(fine)
         .fetch_one(&mut *tx)
@@ -482,15 +485,14 @@ async fn a_fine_has_one_charge() {
 
 /// (PENDING fines missing from `fine_pending`, queue rows naming no fine).
 async fn queue_out_of_step(pool: &PgPool) -> (i64, i64) {
-    sqlx::query_as(
+    fetch_row(
+        pool,
         "select (select count(*) from fine_record f where f.status = 'PENDING' and not exists
                     (select from fine_pending q where q.settle_month = f.settle_month and q.loan_id = f.loan_id)),
                 (select count(*) from fine_pending q where not exists
                     (select from fine_record f where f.settle_month = q.settle_month and f.loan_id = q.loan_id))",
     )
-    .fetch_one(pool)
     .await
-    .unwrap()
 }
 
 /// The settlement finds PENDING fines through their queue, `fine_pending` (migration

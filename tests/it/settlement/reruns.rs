@@ -3,17 +3,16 @@
 
 use finesettle::settlement::DateStatus;
 
-use crate::common::data::{Rng, days, insert_loans, load_loans, random_loans, ymd};
+use crate::common::data::{Rng, days, load_loans, ymd};
 use crate::common::oracle::Model;
 use crate::common::settlement::{
-    assert_all_succeeded, assert_matches, executions_of, fines, fresh_db, ledger, rerun, reset_settlement,
+    assert_all_succeeded, assert_matches, executions_of, fines, fresh_db_with_loans, ledger, rerun, reset_settlement,
     row_versions, walk,
 };
 
 #[tokio::test]
 async fn rerunning_settled_dates_rewrites_no_row() {
-    let db = fresh_db().await;
-    insert_loans(&db.pool, &random_loans(3, 250)).await;
+    let db = fresh_db_with_loans(3, 250).await;
     let dates = days(ymd(2026, 2, 20), ymd(2026, 4, 3));
     assert_all_succeeded(&walk(&db.pool, &dates).await);
     let before = row_versions(&db.pool).await;
@@ -40,8 +39,7 @@ async fn rerunning_settled_dates_rewrites_no_row() {
 
 #[tokio::test]
 async fn dates_in_any_order_and_repeated_equal_one_in_order_run() {
-    let db = fresh_db().await;
-    insert_loans(&db.pool, &random_loans(4, 250)).await;
+    let db = fresh_db_with_loans(4, 250).await;
     let loans = load_loans(&db.pool).await;
     // A contiguous range across two month ends, as a backfill produces.
     let dates = days(ymd(2026, 2, 18), ymd(2026, 4, 4));

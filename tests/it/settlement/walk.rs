@@ -7,9 +7,10 @@ use finesettle::settlement::{self, DateStatus, SettleError, records};
 use finesettle::store::PageRequest;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::data::{days, insert_loans, random_loans, set_return, ymd};
+use crate::common::data::{days, set_return, ymd};
+use crate::common::fixtures::open_transaction;
 use crate::common::settlement::{
-    TASK, TOKEN, assert_all_succeeded, ctx, dates_for_manual_run, dates_for_run, fresh_db, walk,
+    TASK, TOKEN, assert_all_succeeded, ctx, dates_for_manual_run, dates_for_run, fresh_db, fresh_db_with_loans, walk,
 };
 
 #[tokio::test]
@@ -115,8 +116,7 @@ async fn a_gap_behind_later_successes_is_planned_first() {
 
 #[tokio::test]
 async fn a_stop_request_lets_the_current_date_finish_and_leaves_the_rest() {
-    let db = fresh_db().await;
-    insert_loans(&db.pool, &random_loans(9, 100)).await;
+    let db = fresh_db_with_loans(9, 100).await;
     let dates = days(ymd(2026, 3, 1), ymd(2026, 3, 5));
     let stop = CancellationToken::new();
     let mut seen = Vec::new();
@@ -145,8 +145,7 @@ async fn a_stop_request_lets_the_current_date_finish_and_leaves_the_rest() {
 
 #[tokio::test]
 async fn a_fine_locked_by_someone_else_is_skipped_and_finalised_by_the_next_date() {
-    let db = fresh_db().await;
-    insert_loans(&db.pool, &random_loans(10, 150)).await;
+    let db = fresh_db_with_loans(10, 150).await;
     assert_all_succeeded(&walk(&db.pool, &days(ymd(2026, 3, 20), ymd(2026, 3, 30))).await);
     // An open loan's return is corrected to its due date: its PENDING March fine is final (and
     // will be void) on March 31, and the accrual of March 31 no longer looks at it.
@@ -160,12 +159,7 @@ async fn a_fine_locked_by_someone_else_is_skipped_and_finalised_by_the_next_date
     set_return(&db.pool, loan_id, due_on).await;
 
     // Another transaction (a void being decided, say) holds the fine's row lock over the month end.
-    let mut other = db.pool.begin().await.unwrap();
-    sqlx::query("select 1 from fine_record where id = $1 for update")
-        .bind(fine_id)
-        .execute(&mut *other)
-        .await
-        .unwrap();
+    let other = open_transaction(&db.pool, "select 1 from fine_record where id = $1 for update", fine_id).await;
     assert_all_succeeded(&walk(&db.pool, &[ymd(2026, 3, 31)]).await);
     let pending: Vec<i64> =
         sqlx::query_scalar("select id from fine_record where settle_month = '2026-03-01' and status = 'PENDING'")
