@@ -60,6 +60,16 @@ impl Counterexample {
         *self.steps.last().expect("a counterexample has steps")
     }
 
+    /// The last step, which must be `kind` (`Action::Commit`, say) of some replica: the world
+    /// before, that replica, what the step answered, and the world after.
+    fn last_by(&self, kind: fn(usize) -> Action) -> (World, usize, Outcome, World) {
+        let (before, action, outcome, after) = self.last();
+        let r = (0..before.replicas.len())
+            .find(|&r| kind(r) == action)
+            .unwrap_or_else(|| panic!("ends with {:?} of a replica, not {action:?}", kind(0)));
+        (before, r, outcome, after)
+    }
+
     fn has(&self, wanted: impl Fn(Action, Outcome) -> bool) -> bool {
         self.steps
             .iter()
@@ -74,14 +84,9 @@ fn checked(bugs: &[Bug], property: &'static str) -> Counterexample {
 #[test]
 fn without_the_fence_at_commit_a_holder_whose_lease_passed_on_commits() {
     let found = checked(&[Bug::NoFenceAtCommit], NO_STALE_COMMIT);
-    let (before, action, outcome, _) = found.last();
-    let Action::Commit(r) = action else {
-        panic!("ends with a commit, not {action:?}")
-    };
+    let (before, r, outcome, _) = found.last_by(Action::Commit);
     assert!(matches!(outcome, Outcome::Recorded { .. }));
-    let Some(lease) = working_token(&before, r) else {
-        panic!("r{r} was working")
-    };
+    let lease = working_token(&before, r);
     assert!(
         lease < before.store.token,
         "its token {lease} was no longer the store's"
@@ -93,8 +98,7 @@ fn without_the_fence_at_commit_a_holder_whose_lease_passed_on_commits() {
 #[test]
 fn a_release_without_the_owner_check_shortens_the_next_holders_lease() {
     let found = checked(&[Bug::ReleaseWithoutOwnerCheck], LEASE_BELIEF);
-    let (before, action, outcome, after) = found.last();
-    assert!(matches!(action, Action::Release(_)));
+    let (before, _, outcome, after) = found.last_by(Action::Release);
     assert_eq!(outcome, Outcome::Released { owned: false });
     assert!(
         after.store.locked_until < before.store.locked_until,
@@ -106,16 +110,10 @@ fn a_release_without_the_owner_check_shortens_the_next_holders_lease() {
 #[test]
 fn a_lease_counted_from_before_the_wait_ends_before_its_holder_thinks() {
     let found = checked(&[Bug::LeaseFromBeforeTheWait], LEASE_BELIEF);
-    let (before, action, outcome, after) = found.last();
-    let Action::Answer(r) = action else {
-        panic!("ends with the store's answer, not {action:?}")
-    };
+    let (before, r, outcome, after) = found.last_by(Action::Answer);
     assert!(matches!(outcome, Outcome::Taken { .. }));
     // the acquisition waited (a paused request, or a busy row) before the store granted it
-    let Some(asked_at) = asked_at(&before, r) else {
-        panic!("r{r} was acquiring")
-    };
-    assert!(asked_at < before.now);
+    assert!(asked_at(&before, r) < before.now);
     assert!(after.store.locked_until < before.now + Config::checked().lease);
     assert_eq!(found.len(), 6);
 }
@@ -123,10 +121,7 @@ fn a_lease_counted_from_before_the_wait_ends_before_its_holder_thinks() {
 #[test]
 fn a_renewal_that_ignores_its_loss_lets_the_holder_start_another_date() {
     let found = checked(&[Bug::RenewalIgnoresItsLoss], STOPS_WHEN_LOST);
-    let (_, action, outcome, _) = found.last();
-    let Action::Begin(r) = action else {
-        panic!("ends with a date begun, not {action:?}")
-    };
+    let (_, r, outcome, _) = found.last_by(Action::Begin);
     assert!(matches!(outcome, Outcome::Running { .. }));
     assert!(found.has(|a, o| a == Action::Renew(r) && o == Outcome::RenewalLost));
     assert!(found.has(|a, o| a == Action::Forget && matches!(o, Outcome::Forgot { .. })));
@@ -184,16 +179,18 @@ fn liveness_fails_when_disturbances_last_until_the_end() {
     assert!(end.settled.iter().take(2).any(Option::is_none));
 }
 
-fn working_token(w: &World, r: usize) -> Option<u8> {
+/// The token of the lease replica `r` works under in `w`.
+fn working_token(w: &World, r: usize) -> u8 {
     match w.replicas[r].job {
-        finesettle_model::Job::Working { lease, .. } => Some(lease.token),
-        _ => None,
+        finesettle_model::Job::Working { lease, .. } => lease.token,
+        _ => panic!("r{r} was working"),
     }
 }
 
-fn asked_at(w: &World, r: usize) -> Option<u8> {
+/// When replica `r`, acquiring in `w`, sent its request.
+fn asked_at(w: &World, r: usize) -> u8 {
     match w.replicas[r].job {
-        finesettle_model::Job::Acquiring { asked_at, .. } => Some(asked_at),
-        _ => None,
+        finesettle_model::Job::Acquiring { asked_at, .. } => asked_at,
+        _ => panic!("r{r} was acquiring"),
     }
 }
