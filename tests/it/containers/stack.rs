@@ -36,6 +36,13 @@ const DATE_TAKES: Duration = Duration::from_millis(1500);
 /// The module's default credentials (user, password and database `postgres`).
 const POSTGRES_PASSWORD: &str = "postgres";
 
+/// What a holder had written with its fencing token when the others took over from it
+/// ([`crate::common::checks::written_with`]).
+pub struct Written {
+    token: i64,
+    pub rows: Vec<String>,
+}
+
 /// A replica: its instance id and its container.
 pub struct Replica {
     pub id: &'static str,
@@ -165,39 +172,41 @@ impl Stack {
     /// Waits until the others have caught up without the holder of `execution` (see
     /// [`Stack::assert_caught_up`]), checks that they closed its date FAILED, and answers what
     /// the holder had written with its token by then.
-    pub async fn assert_taken_over_from(&self, execution: &Execution) -> Vec<String> {
+    pub async fn assert_taken_over_from(&self, execution: &Execution) -> Written {
         self.assert_caught_up().await;
         let all = executions(&self.pool).await;
         let closed = all.iter().find(|e| e.id == execution.id).unwrap();
         assert_eq!(closed.status, "FAILED", "{closed:?}");
-        written_with(&self.pool, execution.fencing_token).await
+        let token = execution.fencing_token;
+        Written {
+            token,
+            rows: written_with(&self.pool, token).await,
+        }
     }
 
-    /// Waits until `replica` records an attempt that `wanted` picks, for at most `within`.
-    pub async fn wait_for_attempt(
+    /// Waits until `holder`, back after the others took over from it, records an attempt that
+    /// `wanted` picks; then asserts that it wrote nothing with its old token beyond `before`.
+    pub async fn assert_back_without_writing(
         &self,
-        replica: &Replica,
-        what: &str,
-        within: Duration,
+        holder: &Replica,
+        before: &Written,
         wanted: impl Fn(&Attempt) -> bool,
     ) {
-        poll_until(what, within, async || {
+        let what = format!("{} to record an attempt after it came back", holder.id);
+        poll_until(&what, Duration::from_secs(90), async || {
             attempts(&self.pool)
                 .await
                 .iter()
-                .any(|a| a.instance_id == replica.id && wanted(a))
+                .any(|a| a.instance_id == holder.id && wanted(a))
                 .then_some(())
         })
         .await;
-    }
-
-    /// Asserts that `holder` has written nothing with `token` beyond `before` (what
-    /// [`Stack::assert_taken_over_from`] answered); `what` and the holder's logs otherwise.
-    pub async fn assert_wrote_nothing_more(&self, holder: &Replica, token: i64, before: &[String], what: &str) {
         assert_eq!(
-            written_with(&self.pool, token).await,
-            before,
-            "{what}\n{}",
+            written_with(&self.pool, before.token).await,
+            before.rows,
+            "{} wrote with its old token {} after it came back\n{}",
+            holder.id,
+            before.token,
             self.logs(holder).await
         );
     }
