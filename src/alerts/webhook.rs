@@ -183,7 +183,12 @@ pub async fn deliver_due(pool: &PgPool, webhook: &Webhook, policy: &DeliveryPoli
             Ok(status) => {
                 store::alerts::mark_delivered(pool, delivery.id).await?;
                 report.delivered += 1;
-                delivery_event!(info, delivery, http.status_code = status, "alert notification delivered");
+                delivery_event!(
+                    info,
+                    delivery,
+                    http.status_code = status,
+                    "alert notification delivered"
+                );
             }
             Err(error) => {
                 let retry_in = policy.backoff.after(u32::try_from(delivery.attempts).unwrap_or(0));

@@ -54,7 +54,8 @@ macro_rules! update_own_row {
                 where task_name = $1 and owner_token = $2 and fencing_token = $3
                 for no key update
             )
-            "# + $update,
+            "#
+                + $update,
             $lease.task_name.as_str(),
             $lease.owner_token.0,
             $lease.fencing_token.0,

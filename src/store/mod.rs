@@ -19,6 +19,7 @@ pub mod members;
 pub mod notifications;
 pub mod reads;
 pub mod replica_clocks;
+mod rows;
 pub mod schema;
 pub mod start_date;
 

@@ -1,0 +1,62 @@
+//! The columns each row type is read from, written once.
+//!
+//! `select_rows!(Fine, "where id = $1", id)` is the `sqlx::query_as!` of `select <the columns of a
+//! Fine> from fine_record where id = $1`. sqlx checks a query at compile time only when its text
+//! is string literals (joined with `+`), so a column list cannot be a `const`: the arms of this
+//! macro hold them. The text after the `from` may be several literals joined with `+`.
+
+macro_rules! select_rows {
+    (Book, $($query:tt)+) => {
+        select_rows!(@query Book, r#"
+            select b.id, b.title, b.isbn, b.created_at,
+                   -- answered by the partial unique index loan_one_open_per_book
+                   exists (select 1 from loan l where l.book_id = b.id and l.returned_at is null) as "on_loan!"
+            from book b
+            "#, $($query)+)
+    };
+    (Member, $($query:tt)+) => {
+        select_rows!(@query Member, r#"
+            select m.id, m.name, m.email, m.created_at,
+                   -- what the member owes: charges minus reversals and payments
+                   coalesce((select sum(l.amount_cents) from ledger_entry l where l.member_id = m.id), 0)::bigint
+                       as "balance_cents!"
+            from member m
+            "#, $($query)+)
+    };
+    (LoanRow, $($query:tt)+) => {
+        select_rows!(@query LoanRow, r#"
+            select id, member_id, book_id, borrowed_on, due_on, returned_at, returned_on,
+                   daily_fine_cents, created_at
+            from loan
+            "#, $($query)+)
+    };
+    (Fine, $($query:tt)+) => {
+        select_rows!(@query Fine, r#"
+            select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
+                   status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
+            from fine_record
+            "#, $($query)+)
+    };
+    (Execution, $($query:tt)+) => {
+        select_rows!(@query Execution, r#"
+            select id, task_name, business_date, trigger as "trigger: Trigger", instance_id, fencing_token,
+                   started_at, finished_at, status as "status: ExecutionStatus", affected_rows, error
+            from task_execution
+            "#, $($query)+)
+    };
+    (@query $row:ident, $select:tt, $rest:tt $(+ $more:tt)* $(, $arg:expr)* $(,)?) => {
+        sqlx::query_as!($row, $select + $rest $(+ $more)*, $($arg),*)
+    };
+}
+
+/// The page `$page` (a [`super::PageRequest`]) of `$row`s in id order, fetched with `$executor`:
+/// the keyset page of a table listed without filters.
+macro_rules! page_in_id_order {
+    ($row:ident, $executor:expr, $page:expr) => {
+        select_rows!($row, "where id > $1 order by id limit $2", $page.after, $page.fetch())
+            .fetch_all($executor)
+            .await
+    };
+}
+
+pub(crate) use {page_in_id_order, select_rows};
