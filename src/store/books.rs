@@ -5,7 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::PageRequest;
-use super::rows::{page_in_id_order, select_rows};
+use super::rows::{find_by_id, page_in_id_order};
 
 // The row with whether it is lent is the shape the API serves: one type (the doc comment
 // below is the OpenAPI description).
@@ -37,7 +37,7 @@ pub async fn insert(executor: impl sqlx::PgExecutor<'_>, title: &str, isbn: Opti
 }
 
 pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<Book>> {
-    select_rows!(Book, "where b.id = $1", id).fetch_optional(executor).await
+    find_by_id!(Book, executor, id)
 }
 
 /// A page of books in id order.

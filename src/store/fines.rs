@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 use super::PageRequest;
-use super::rows::select_rows;
+use super::rows::{find_by_id, select_rows};
 use crate::domain::{FencingToken, FineStatus, LoanId, MemberId};
 
 // The row as stored is the shape the API serves: one type (the doc comment below is the
@@ -62,7 +62,7 @@ pub struct FineFilter {
 }
 
 pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<Fine>> {
-    select_rows!(Fine, "where id = $1", id).fetch_optional(executor).await
+    find_by_id!(Fine, executor, id)
 }
 
 /// A page of fines in id order.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::PageRequest;
-use super::rows::select_rows;
+use super::rows::{find_by_id, select_rows};
 use crate::domain::{LoanId, MemberId};
 
 /// A loan as stored. The API's loan is a type of its own (`http::loans::Loan`): it adds a
@@ -101,9 +101,7 @@ pub async fn insert(executor: impl sqlx::PgExecutor<'_>, loan: &NewLoan) -> sqlx
 }
 
 pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: LoanId) -> sqlx::Result<Option<LoanRow>> {
-    select_rows!(LoanRow, "where id = $1", id.0)
-        .fetch_optional(executor)
-        .await
+    find_by_id!(LoanRow, executor, id.0)
 }
 
 /// Marks an open loan returned at `returned_at` (business date `returned_on`).

@@ -5,7 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::PageRequest;
-use super::rows::{page_in_id_order, select_rows};
+use super::rows::{find_by_id, page_in_id_order};
 use crate::domain::MemberId;
 
 // The row with its balance is the shape the API serves: one type (the doc comment below is
@@ -37,9 +37,7 @@ pub async fn insert(executor: impl sqlx::PgExecutor<'_>, name: &str, email: &str
 }
 
 pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: MemberId) -> sqlx::Result<Option<Member>> {
-    select_rows!(Member, "where m.id = $1", id.0)
-        .fetch_optional(executor)
-        .await
+    find_by_id!(Member, executor, id.0)
 }
 
 pub async fn exists(executor: impl sqlx::PgExecutor<'_>, id: MemberId) -> sqlx::Result<bool> {

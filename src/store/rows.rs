@@ -7,7 +7,7 @@
 
 macro_rules! select_rows {
     (Book, $($query:tt)+) => {
-        select_rows!(@query Book, r#"
+        $crate::store::rows::select_rows!(@query Book, r#"
             select b.id, b.title, b.isbn, b.created_at,
                    -- answered by the partial unique index loan_one_open_per_book
                    exists (select 1 from loan l where l.book_id = b.id and l.returned_at is null) as "on_loan!"
@@ -15,7 +15,7 @@ macro_rules! select_rows {
             "#, $($query)+)
     };
     (Member, $($query:tt)+) => {
-        select_rows!(@query Member, r#"
+        $crate::store::rows::select_rows!(@query Member, r#"
             select m.id, m.name, m.email, m.created_at,
                    -- what the member owes: charges minus reversals and payments
                    coalesce((select sum(l.amount_cents) from ledger_entry l where l.member_id = m.id), 0)::bigint
@@ -24,21 +24,21 @@ macro_rules! select_rows {
             "#, $($query)+)
     };
     (LoanRow, $($query:tt)+) => {
-        select_rows!(@query LoanRow, r#"
+        $crate::store::rows::select_rows!(@query LoanRow, r#"
             select id, member_id, book_id, borrowed_on, due_on, returned_at, returned_on,
                    daily_fine_cents, created_at
             from loan
             "#, $($query)+)
     };
     (Fine, $($query:tt)+) => {
-        select_rows!(@query Fine, r#"
+        $crate::store::rows::select_rows!(@query Fine, r#"
             select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
                    status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
             from fine_record
             "#, $($query)+)
     };
     (Execution, $($query:tt)+) => {
-        select_rows!(@query Execution, r#"
+        $crate::store::rows::select_rows!(@query Execution, r#"
             select id, task_name, business_date, trigger as "trigger: Trigger", instance_id, fencing_token,
                    started_at, finished_at, status as "status: ExecutionStatus", affected_rows, error
             from task_execution
@@ -49,14 +49,23 @@ macro_rules! select_rows {
     };
 }
 
+/// The `$row` whose id is `$id`, if there is one, fetched with `$executor`.
+macro_rules! find_by_id {
+    ($row:ident, $executor:expr, $id:expr) => {
+        $crate::store::rows::select_rows!($row, "where id = $1", $id)
+            .fetch_optional($executor)
+            .await
+    };
+}
+
 /// The page `$page` (a [`super::PageRequest`]) of `$row`s in id order, fetched with `$executor`:
 /// the keyset page of a table listed without filters.
 macro_rules! page_in_id_order {
     ($row:ident, $executor:expr, $page:expr) => {
-        select_rows!($row, "where id > $1 order by id limit $2", $page.after, $page.fetch())
+        $crate::store::rows::select_rows!($row, "where id > $1 order by id limit $2", $page.after, $page.fetch())
             .fetch_all($executor)
             .await
     };
 }
 
-pub(crate) use {page_in_id_order, select_rows};
+pub(crate) use {find_by_id, page_in_id_order, select_rows};
