@@ -16,7 +16,7 @@ use sqlx::PgConnection;
 use utoipa::ToSchema;
 
 use super::PageRequest;
-use super::rows::{find_by_id, select_rows};
+use super::rows::{find_by_id, newest_first_of_task, select_rows};
 use crate::domain::execution::{ExecutionStatus, Trigger};
 use crate::domain::{FencingToken, TaskName};
 
@@ -216,26 +216,7 @@ pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<
     find_by_id!(Execution, executor, id)
 }
 
-/// Newest first; the cursor is the last id seen (rows with smaller ids follow).
-pub async fn list(
-    executor: impl sqlx::PgExecutor<'_>,
-    task_name: &TaskName,
-    page: PageRequest,
-) -> sqlx::Result<Vec<Execution>> {
-    select_rows!(
-        Execution,
-        r#"
-        where task_name = $1 and ($2::bigint = 0 or id < $2)
-        order by id desc
-        limit $3
-        "#,
-        task_name.as_str(),
-        page.after,
-        page.fetch()
-    )
-    .fetch_all(executor)
-    .await
-}
+newest_first_of_task!(Execution);
 
 /// The newest execution of `task_name` (the jobs view): the first row of [`list`]'s first page.
 pub async fn latest(executor: impl sqlx::PgExecutor<'_>, task_name: &TaskName) -> sqlx::Result<Option<Execution>> {

@@ -44,6 +44,14 @@ macro_rules! select_rows {
             from task_execution
             "#, $($query)+)
     };
+    (Attempt, $($query:tt)+) => {
+        $crate::store::rows::select_rows!(@query Attempt, r#"
+            select id, task_name, trigger as "trigger: Trigger", instance_id, fired_at, recorded_at,
+                   outcome as "outcome: AttemptOutcome", fencing_token as "fencing_token: FencingToken",
+                   holder, detail
+            from task_attempt
+            "#, $($query)+)
+    };
     (@query $row:ident, $select:tt, $rest:tt $(+ $more:tt)* $(, $arg:expr)* $(,)?) => {
         sqlx::query_as!($row, $select + $rest $(+ $more)*, $($arg),*)
     };
@@ -68,4 +76,31 @@ macro_rules! page_in_id_order {
     };
 }
 
-pub(crate) use {find_by_id, page_in_id_order, select_rows};
+/// Declares `list`, the page of a task's `$row`s newest first: the attempt timeline and the
+/// execution records are paged alike, with the last id seen as the cursor (0 for the first page).
+macro_rules! newest_first_of_task {
+    ($row:ident) => {
+        /// Newest first; the cursor is the last id seen (rows with smaller ids follow).
+        pub async fn list(
+            executor: impl sqlx::PgExecutor<'_>,
+            task_name: &TaskName,
+            page: PageRequest,
+        ) -> sqlx::Result<Vec<$row>> {
+            $crate::store::rows::select_rows!(
+                $row,
+                r#"
+                where task_name = $1 and ($2::bigint = 0 or id < $2)
+                order by id desc
+                limit $3
+                "#,
+                task_name.as_str(),
+                page.after,
+                page.fetch()
+            )
+            .fetch_all(executor)
+            .await
+        }
+    };
+}
+
+pub(crate) use {find_by_id, newest_first_of_task, page_in_id_order, select_rows};
