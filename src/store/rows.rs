@@ -52,6 +52,19 @@ macro_rules! select_rows {
             from task_attempt
             "#, $($query)+)
     };
+    (Alert, $($query:tt)+) => {
+        $crate::store::rows::select_rows!(@query Alert, r#"
+            select id, kind as "kind: AlertKind", task_name, business_date, state as "state: AlertState", raised_at,
+                   resolved_at, detail, execution_id
+            from alert
+            "#, $($query)+)
+    };
+    (Notification, $($query:tt)+) => {
+        $crate::store::rows::select_rows!(@query Notification, r#"
+            select id, loan_id, member_id, kind as "kind: ReminderKind", sent_at
+            from notification
+            "#, $($query)+)
+    };
     (@query $row:ident, $select:tt, $rest:tt $(+ $more:tt)* $(, $arg:expr)* $(,)?) => {
         sqlx::query_as!($row, $select + $rest $(+ $more)*, $($arg),*)
     };
