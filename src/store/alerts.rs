@@ -9,7 +9,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::PageRequest;
-use super::rows::select_rows;
+use super::rows::{returning_rows, select_rows};
 use crate::domain::TaskName;
 use crate::domain::alert::{Alert, AlertKind, AlertState, NewAlert};
 
@@ -182,14 +182,12 @@ pub async fn raise(
     task_name: &TaskName,
     alert: &NewAlert,
 ) -> sqlx::Result<Option<Alert>> {
-    sqlx::query_as!(
+    returning_rows!(
         Alert,
         r#"
         insert into alert (kind, task_name, business_date, detail, execution_id)
         values ($1, $2, $3, $4, $5)
         on conflict on constraint alert_once do nothing
-        returning id, kind as "kind: AlertKind", task_name, business_date, state as "state: AlertState", raised_at,
-                  resolved_at, detail, execution_id
         "#,
         alert.kind.as_str(),
         task_name.as_str(),

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 use super::PageRequest;
-use super::rows::{find_by_id, select_rows};
+use super::rows::{find_by_id, returning_rows, select_rows};
 use crate::domain::{FencingToken, FineStatus, LoanId, MemberId};
 
 // The row as stored is the shape the API serves: one type (the doc comment below is the
@@ -142,14 +142,12 @@ pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<Fine>
 /// succeed. `fencing_token` is left alone: it names the settlement run that last wrote the
 /// amount, which a void does not change.
 pub async fn void(conn: &mut PgConnection, id: i64, from: FineStatus, reason: &str) -> sqlx::Result<Option<Fine>> {
-    sqlx::query_as!(
+    returning_rows!(
         Fine,
         r#"
         update fine_record
         set status = $3, voided_at = now(), void_reason = $4
         where id = $1 and status = $2
-        returning id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
-                  status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
         "#,
         id,
         from.as_str(),

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::PageRequest;
-use super::rows::{find_by_id, select_rows};
+use super::rows::{find_by_id, returning_rows, select_rows};
 use crate::domain::{LoanId, MemberId};
 
 /// A loan as stored. The API's loan is a type of its own (`http::loans::Loan`): it adds a
@@ -83,12 +83,11 @@ pub struct LoanFilter {
 /// Lends a copy. Fails on `loan_one_open_per_book` when the copy is on an open loan, and on
 /// `loan_member_id_fkey` / `loan_book_id_fkey` when the member or the book does not exist.
 pub async fn insert(executor: impl sqlx::PgExecutor<'_>, loan: &NewLoan) -> sqlx::Result<LoanRow> {
-    sqlx::query_as!(
+    returning_rows!(
         LoanRow,
         r#"
         insert into loan (member_id, book_id, borrowed_on, due_on, daily_fine_cents)
         values ($1, $2, $3, $4, $5)
-        returning id, member_id, book_id, borrowed_on, due_on, returned_at, returned_on, daily_fine_cents, created_at
         "#,
         loan.member_id.0,
         loan.book_id,
@@ -115,12 +114,11 @@ pub async fn mark_returned(
     returned_at: DateTime<Utc>,
     returned_on: NaiveDate,
 ) -> sqlx::Result<Option<LoanRow>> {
-    sqlx::query_as!(
+    returning_rows!(
         LoanRow,
         r#"
         update loan set returned_at = $2, returned_on = $3
         where id = $1 and returned_at is null
-        returning id, member_id, book_id, borrowed_on, due_on, returned_at, returned_on, daily_fine_cents, created_at
         "#,
         id.0,
         returned_at,
