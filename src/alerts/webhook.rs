@@ -158,6 +158,21 @@ pub struct DeliveryReport {
     pub failed: usize,
 }
 
+/// A tracing event at `$level` about one attempt at `$delivery` (a `ClaimedDelivery`): the
+/// fields that identify it, then `$fields` and the message. Both outcomes carry the same
+/// identifying fields, so a delivery's attempts can be followed in the logs.
+macro_rules! delivery_event {
+    ($level:ident, $delivery:ident, $($fields:tt)+) => {
+        tracing::$level!(
+            delivery.id = %$delivery.id,
+            alert.id = $delivery.alert_id,
+            alert.event = %$delivery.event,
+            delivery.attempts = $delivery.attempts,
+            $($fields)+
+        )
+    };
+}
+
 /// Claims the due notifications and POSTs each once; see the module docs for the guarantees.
 /// A `resolved` notification waits until its alert's `raised` one is delivered.
 pub async fn deliver_due(pool: &PgPool, webhook: &Webhook, policy: &DeliveryPolicy) -> sqlx::Result<DeliveryReport> {
@@ -168,11 +183,9 @@ pub async fn deliver_due(pool: &PgPool, webhook: &Webhook, policy: &DeliveryPoli
             Ok(status) => {
                 store::alerts::mark_delivered(pool, delivery.id).await?;
                 report.delivered += 1;
-                tracing::info!(
-                    delivery.id = %delivery.id,
-                    alert.id = delivery.alert_id,
-                    alert.event = %delivery.event,
-                    delivery.attempts = delivery.attempts,
+                delivery_event!(
+                    info,
+                    delivery,
                     http.status_code = status,
                     "alert notification delivered"
                 );
@@ -181,11 +194,9 @@ pub async fn deliver_due(pool: &PgPool, webhook: &Webhook, policy: &DeliveryPoli
                 let retry_in = policy.backoff.after(u32::try_from(delivery.attempts).unwrap_or(0));
                 store::alerts::mark_failed(pool, delivery.id, retry_in.as_secs_f64(), &error).await?;
                 report.failed += 1;
-                tracing::warn!(
-                    delivery.id = %delivery.id,
-                    alert.id = delivery.alert_id,
-                    alert.event = %delivery.event,
-                    delivery.attempts = delivery.attempts,
+                delivery_event!(
+                    warn,
+                    delivery,
                     retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX),
                     webhook.target = %webhook.redacted(),
                     error = %error,

@@ -9,46 +9,29 @@ use serde::{Deserialize, Serialize};
 use strum::{Display, EnumString, IntoStaticStr};
 use utoipa::ToSchema;
 
+use super::stored_name::upper_snake_enum;
 use crate::domain::TaskName;
 
 // Stored (`alert.kind`, a text column with a check constraint), sent and logged in upper case
 // with words split by `_` (`CLOCK_SKEW`); every form is derived from that one rule. (The doc
 // comment is the OpenAPI description.)
-/// The alert kinds of CONTRACT §3.1.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    ToSchema,
-    sqlx::Type,
-    Display,
-    EnumString,
-    IntoStaticStr,
-)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-#[sqlx(type_name = "text", rename_all = "SCREAMING_SNAKE_CASE")]
-#[strum(serialize_all = "SCREAMING_SNAKE_CASE", parse_err_ty = UnknownName, parse_err_fn = UnknownName::kind)]
-pub enum AlertKind {
-    /// An execution ended FAILED and the date has no SUCCESS.
-    Failed,
-    /// An execution has been RUNNING longer than `FINESETTLE_JOB_TIMEOUT`.
-    Timeout,
-    /// No SUCCESS for an expected date (every date from the start date on) by its scheduled
-    /// time + `FINESETTLE_MISSED_GRACE`.
-    Missed,
-    /// The audit of a month (business date = its first day) found fines or ledger entries that
-    /// differ from a recomputation from the loans.
-    Audit,
-    /// A replica's clock differs from the database's by more than `FINESETTLE_MAX_CLOCK_SKEW`
-    /// (business date = the database's date when it was first seen).
-    ClockSkew,
+upper_snake_enum! {
+    /// The alert kinds of CONTRACT §3.1.
+    pub enum AlertKind, parse error UnknownName::kind {
+        /// An execution ended FAILED and the date has no SUCCESS.
+        Failed,
+        /// An execution has been RUNNING longer than `FINESETTLE_JOB_TIMEOUT`.
+        Timeout,
+        /// No SUCCESS for an expected date (every date from the start date on) by its scheduled
+        /// time + `FINESETTLE_MISSED_GRACE`.
+        Missed,
+        /// The audit of a month (business date = its first day) found fines or ledger entries that
+        /// differ from a recomputation from the loans.
+        Audit,
+        /// A replica's clock differs from the database's by more than `FINESETTLE_MAX_CLOCK_SKEW`
+        /// (business date = the database's date when it was first seen).
+        ClockSkew,
+    }
 }
 
 impl AlertKind {

@@ -370,6 +370,20 @@ mod tests {
         assert_eq!(audit(&queued), [(Reason::NotSettled, Class::PendingAccrual)]);
     }
 
+    /// The loan with its return back-dated after March was settled (on April 5, March 20 became
+    /// March 12), and its March fine as settled before: 10 days, 500 cents.
+    fn back_dated_after_settling() -> LoanFacts {
+        let mut f = facts(
+            LoanTerms {
+                returned_on: Some(ymd(2026, 3, 12)),
+                ..loan()
+            },
+            Some(settled(10, 500)),
+        );
+        f.updated_at = at("2026-04-05T09:00:00Z");
+        f
+    }
+
     #[test]
     fn a_settled_amount_that_differs_is_a_correction_only_when_the_loan_changed_after_settling() {
         // Tampered: the loan has not changed since it was settled.
@@ -377,15 +391,7 @@ mod tests {
             audit(&facts(loan(), Some(settled(11, 550)))),
             [(Reason::AmountDiffers, Class::Difference)]
         );
-        // The return was back-dated after the month was settled: March 20 became March 12.
-        let mut corrected = facts(
-            LoanTerms {
-                returned_on: Some(ymd(2026, 3, 12)),
-                ..loan()
-            },
-            Some(settled(10, 500)),
-        );
-        corrected.updated_at = at("2026-04-05T09:00:00Z");
+        let mut corrected = back_dated_after_settling();
         assert_eq!(audit(&corrected), [(Reason::AmountDiffers, Class::Correction)]);
         // Back-dated to the due date: nothing is owed any more, the settled fine stays.
         corrected.terms.returned_on = Some(ymd(2026, 3, 10));
@@ -428,14 +434,7 @@ mod tests {
     #[test]
     fn a_fine_and_its_ledger_are_judged_separately() {
         // A correction, and a lost CHARGE: the CHARGE is an error whatever the loan did.
-        let mut f = facts(
-            LoanTerms {
-                returned_on: Some(ymd(2026, 3, 12)),
-                ..loan()
-            },
-            Some(settled(10, 500)),
-        );
-        f.updated_at = at("2026-04-05T09:00:00Z");
+        let mut f = back_dated_after_settling();
         f.fine.as_mut().unwrap().charge_cents = None;
         assert_eq!(
             audit(&f),

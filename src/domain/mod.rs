@@ -15,6 +15,7 @@
 //! - [`text`]: names and reasons a person wrote, e-mail addresses.
 //! - [`alert`], [`reminder`]: what an alert and a loan reminder are (their rules live in
 //!   `crate::alerts` and `crate::reminders`).
+//! - `stored_name`: the UPPER_SNAKE_CASE spelling every stored kind shares.
 //! - [`replica_clock`]: a replica's clock measured against the database's.
 //! - [`task`]: the names of the scheduled tasks.
 //! - [`ids`]: the ids and tokens that cross modules, each a type of its own.
@@ -30,6 +31,7 @@ pub mod loan;
 pub mod reminder;
 pub mod replica_clock;
 pub mod status;
+mod stored_name;
 pub mod task;
 pub mod text;
 

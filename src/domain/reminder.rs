@@ -2,41 +2,21 @@
 
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
-use strum::{Display, EnumString, IntoStaticStr};
 use thiserror::Error;
-use utoipa::ToSchema;
 
 use super::ids::LoanId;
+use super::stored_name::upper_snake_enum;
 
 // Stored (`notification.kind`, a text column with a check constraint), sent and queued in upper
 // case; every form is derived from that rule. (The doc comment is the OpenAPI description.)
-/// The two reminders a loan can get (CONTRACT §4). Stored and sent in upper case.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    ToSchema,
-    sqlx::Type,
-    Display,
-    EnumString,
-    IntoStaticStr,
-)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-#[sqlx(type_name = "text", rename_all = "SCREAMING_SNAKE_CASE")]
-#[strum(serialize_all = "SCREAMING_SNAKE_CASE", parse_err_ty = ParseReminderError, parse_err_fn = ParseReminderError::of)]
-pub enum ReminderKind {
-    /// 09:00 business time on the day before `due_on`.
-    DueTomorrow,
-    /// 09:00 business time on the day after `due_on`: the loan's first overdue day.
-    Overdue,
+upper_snake_enum! {
+    /// The two reminders a loan can get (CONTRACT §4). Stored and sent in upper case.
+    pub enum ReminderKind, parse error ParseReminderError::of {
+        /// 09:00 business time on the day before `due_on`.
+        DueTomorrow,
+        /// 09:00 business time on the day after `due_on`: the loan's first overdue day.
+        Overdue,
+    }
 }
 
 impl ReminderKind {

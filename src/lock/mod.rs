@@ -88,6 +88,23 @@ pub enum Acquired {
     },
 }
 
+/// [`Acquired::Won`] with `lease`, announced by the debug event `$message` from the backend that
+/// won: a macro rather than a function so that the event keeps the backend's module as its
+/// target.
+macro_rules! won {
+    ($lease:expr, $message:literal) => {{
+        let lease: $crate::lock::Lease = $lease;
+        tracing::debug!(
+            task.name = %lease.task_name,
+            fencing_token = lease.fencing_token.0,
+            locked_until = %lease.locked_until,
+            $message
+        );
+        $crate::lock::Acquired::Won(lease)
+    }};
+}
+pub(crate) use won;
+
 // What either backend lists, as of the lock store's clock, is what the admin API serves (CONTRACT
 // §6 "lock"): one type (the doc comment below is the OpenAPI description).
 /// A job lock row. Rows stay after release; `held` says whether `locked_until` is still ahead.

@@ -33,11 +33,36 @@
 
 use std::time::Duration;
 
-use super::{Acquired, Lease, Lock, LockError, LockSpec};
+use super::{Acquired, Lease, Lock, LockError, LockSpec, won};
 use crate::domain::{FencingToken, OwnerToken, TaskName};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use sqlx::postgres::types::PgInterval;
+
+/// `sqlx::$query!` of `$update`, a statement on `mine`: the row of `$lease` (task, owner and
+/// fencing token as `$1` to `$3`), locked first, with `$duration` as `$4`. Renewal and release
+/// both change their own row this way: locking it in a CTE (`for no key update`, which waits for
+/// writers of the row but not for the holder's own fence) makes the update read the clock after
+/// the row lock was obtained (see "Which clock reading" above).
+macro_rules! update_own_row {
+    ($query:ident, $update:literal, $lease:expr, $duration:expr) => {
+        sqlx::$query!(
+            r#"
+            with mine as materialized (
+                select task_name, locked_at, locked_until
+                from task_lock
+                where task_name = $1 and owner_token = $2 and fencing_token = $3
+                for no key update
+            )
+            "#
+                + $update,
+            $lease.task_name.as_str(),
+            $lease.owner_token.0,
+            $lease.fencing_token.0,
+            interval($duration)
+        )
+    };
+}
 use tokio::time::Instant;
 
 /// How long an acquisition waits for the lock row when another transaction has it locked.
@@ -143,13 +168,7 @@ impl PgLock {
                     locked_until: row.locked_until,
                     asked_at,
                 };
-                tracing::debug!(
-                    task.name = %lease.task_name,
-                    fencing_token = lease.fencing_token.0,
-                    locked_until = %lease.locked_until,
-                    "lock acquired"
-                );
-                Ok(Acquired::Won(lease))
+                Ok(won!(lease, "lock acquired"))
             }
             Ok(Some(live)) => Ok(Acquired::Held {
                 holder: live.locked_by,
@@ -170,15 +189,9 @@ impl PgLock {
     /// [`super::JobLock::renew`]: locks the row first, so the new lease counts from the moment the
     /// lock was ours, however long the statement waited for it.
     pub async fn renew(&self, lease: &Lease, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
-        let locked_until = sqlx::query_scalar!(
+        let locked_until = update_own_row!(
+            query_scalar,
             r#"
-            -- for no key update: waits for writers of the row, not for the holder's own fence
-            with mine as materialized (
-                select task_name, locked_until
-                from task_lock
-                where task_name = $1 and owner_token = $2 and fencing_token = $3
-                for no key update
-            )
             update task_lock
             -- read after the row lock was obtained (a plain update reads it before waiting)
             set locked_until = clock_timestamp() + $4
@@ -188,10 +201,8 @@ impl PgLock {
             where task_lock.task_name = mine.task_name and mine.locked_until > clock_timestamp()
             returning task_lock.locked_until
             "#,
-            lease.task_name.as_str(),
-            lease.owner_token.0,
-            lease.fencing_token.0,
-            interval(at_most_for)
+            lease,
+            at_most_for
         )
         .fetch_optional(&self.pool)
         .await?;
@@ -203,24 +214,17 @@ impl PgLock {
 
     /// [`super::JobLock::release`], on the clock as read once the row lock was obtained.
     pub async fn release(&self, lease: &Lease, at_least_for: Duration) -> Result<bool, LockError> {
-        let released = sqlx::query!(
+        let released = update_own_row!(
+            query,
             r#"
-            with mine as materialized (
-                select task_name, locked_at, locked_until
-                from task_lock
-                where task_name = $1 and owner_token = $2 and fencing_token = $3
-                for no key update
-            )
             update task_lock
             -- keep the lock until at_least_for after it was taken, but never lengthen it
             set locked_until = least(mine.locked_until, greatest(clock_timestamp(), mine.locked_at + $4))
             from mine
             where task_lock.task_name = mine.task_name
             "#,
-            lease.task_name.as_str(),
-            lease.owner_token.0,
-            lease.fencing_token.0,
-            interval(at_least_for)
+            lease,
+            at_least_for
         )
         .execute(&self.pool)
         .await?;

@@ -79,7 +79,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::postgres::TokenRecord;
-use super::{Acquired, Lease, Lock, LockError, LockSpec};
+use super::{Acquired, Lease, Lock, LockError, LockSpec, won};
 use crate::domain::{FencingToken, OwnerToken, TaskName};
 
 /// The key prefix the service uses. Tests pick their own to stay apart.
@@ -325,13 +325,7 @@ impl RedisLock {
                 "lock granted, but its times could not be recorded in task_lock"
             );
         }
-        tracing::debug!(
-            task.name = %lease.task_name,
-            fencing_token = lease.fencing_token.0,
-            locked_until = %lease.locked_until,
-            "lock acquired in Redis and its token published"
-        );
-        Ok(Acquired::Won(lease))
+        Ok(won!(lease, "lock acquired in Redis and its token published"))
     }
 
     /// Makes `lease.fencing_token` the task's current token in `task_lock`, unless a newer one is

@@ -96,26 +96,17 @@ mod tests {
 
     #[test]
     fn moments_are_nine_in_the_morning_around_the_due_date() {
-        let due = date("2026-03-10");
-        // Shanghai is UTC+8 all year.
-        assert_eq!(
-            moment(ReminderKind::DueTomorrow, due, Asia::Shanghai),
-            Some(utc("2026-03-09T01:00:00Z"))
-        );
-        assert_eq!(
-            moment(ReminderKind::Overdue, due, Asia::Shanghai),
-            Some(utc("2026-03-11T01:00:00Z"))
-        );
-        // New York moves to UTC-4 on 2026-03-08: before and after the switch.
-        let due = date("2026-03-08");
-        assert_eq!(
-            moment(ReminderKind::DueTomorrow, due, America::New_York),
-            Some(utc("2026-03-07T14:00:00Z"))
-        );
-        assert_eq!(
-            moment(ReminderKind::Overdue, due, America::New_York),
-            Some(utc("2026-03-09T13:00:00Z"))
-        );
+        use ReminderKind::{DueTomorrow, Overdue};
+        for (kind, due, tz, at) in [
+            // Shanghai is UTC+8 all year.
+            (DueTomorrow, "2026-03-10", Asia::Shanghai, "2026-03-09T01:00:00Z"),
+            (Overdue, "2026-03-10", Asia::Shanghai, "2026-03-11T01:00:00Z"),
+            // New York moves to UTC-4 on 2026-03-08: before and after the switch.
+            (DueTomorrow, "2026-03-08", America::New_York, "2026-03-07T14:00:00Z"),
+            (Overdue, "2026-03-08", America::New_York, "2026-03-09T13:00:00Z"),
+        ] {
+            assert_eq!(moment(kind, date(due), tz), Some(utc(at)), "{kind} due {due} in {tz}");
+        }
         assert_eq!(moment(ReminderKind::DueTomorrow, NaiveDate::MIN, Asia::Shanghai), None);
     }
 

@@ -31,9 +31,10 @@ use indicatif::ProgressBar;
 use sqlx::{PgConnection, PgPool};
 
 pub use self::command::run;
-use self::copy::copy_rows;
+use self::copy::{CopyRow, copy_rows};
 use self::draw::{DrawnLoan, Mix, Shape, ShapeError, draw_loans};
 use self::rng::Rng;
+use self::tables::IdTable;
 pub use self::tables::LibraryCounts;
 use crate::domain::business_date;
 use crate::store;
@@ -162,9 +163,15 @@ pub async fn seed(
     let first_day = today - Days::new(u64::from(options.days_back));
     let mut rng = Rng::new(options.seed ^ 0x5EED_0000_0000_0001);
     progress.set_message("members");
-    let member_ids = copy_members(&mut tx, &mut rng, options.members, first_day, progress).await?;
+    let member_ids = copy_with_ids(&mut tx, IdTable::Member, options.members, progress, |i, row| {
+        write_member(&mut rng, first_day, i, row)
+    })
+    .await?;
     progress.set_message("books");
-    let book_ids = copy_books(&mut tx, &mut rng, options.books, first_day, progress).await?;
+    let book_ids = copy_with_ids(&mut tx, IdTable::Book, options.books, progress, |_, row| {
+        write_book(&mut rng, first_day, row)
+    })
+    .await?;
     progress.set_message("loans");
     let loans_in = LoanRows {
         loans: &loans,
@@ -190,45 +197,35 @@ pub async fn seed(
     })
 }
 
-async fn copy_members(
+/// Copies `count` rows into `table`, `write_row` filling row `i`, and reads back their ids in
+/// the order the rows were sent: the loans refer to members and books by those ids.
+async fn copy_with_ids(
     conn: &mut PgConnection,
-    rng: &mut Rng,
+    table: IdTable,
     count: usize,
-    first_day: NaiveDate,
     progress: &ProgressBar,
+    write_row: impl FnMut(usize, &mut CopyRow),
 ) -> Result<Vec<i64>, SeedError> {
-    let after = tables::last_member_id(conn).await?;
-    let statement = "copy member (name, email, created_at) from stdin";
-    copy_rows(conn, statement, count, progress, |i, row| {
-        let (name, email) = names::member(rng, i + 1);
-        // Joined within the two years before the first loan.
-        let joined = random_instant_before(rng, first_day, 730);
-        row.text(&name).text(&email).value(rfc3339(joined));
-    })
-    .await?;
-    let ids = tables::member_ids_after(conn, after).await?;
-    ensure_all_read_back("member", count, ids)
+    let after = tables::last_id(conn, table).await?;
+    copy_rows(conn, table.copy_statement(), count, progress, write_row).await?;
+    let ids = tables::ids_after(conn, table, after).await?;
+    ensure_all_read_back(table.name(), count, ids)
 }
 
-async fn copy_books(
-    conn: &mut PgConnection,
-    rng: &mut Rng,
-    count: usize,
-    first_day: NaiveDate,
-    progress: &ProgressBar,
-) -> Result<Vec<i64>, SeedError> {
-    let after = tables::last_book_id(conn).await?;
-    let statement = "copy book (title, isbn, created_at) from stdin";
-    copy_rows(conn, statement, count, progress, |_, row| {
-        let title = names::book_title(rng);
-        // Old copies sometimes predate ISBNs in the catalogue.
-        let isbn = (rng.below(10) > 0).then(|| names::isbn13(rng));
-        let catalogued = random_instant_before(rng, first_day, 5 * 365);
-        row.text(&title).optional(isbn).value(rfc3339(catalogued));
-    })
-    .await?;
-    let ids = tables::book_ids_after(conn, after).await?;
-    ensure_all_read_back("book", count, ids)
+/// Member `i`, joined within the two years before `first_day` (the first loan's).
+fn write_member(rng: &mut Rng, first_day: NaiveDate, i: usize, row: &mut CopyRow) {
+    let (name, email) = names::member(rng, i + 1);
+    let joined = random_instant_before(rng, first_day, 730);
+    row.text(&name).text(&email).value(rfc3339(joined));
+}
+
+/// A copy catalogued within the five years before `first_day`.
+fn write_book(rng: &mut Rng, first_day: NaiveDate, row: &mut CopyRow) {
+    let title = names::book_title(rng);
+    // Old copies sometimes predate ISBNs in the catalogue.
+    let isbn = (rng.below(10) > 0).then(|| names::isbn13(rng));
+    let catalogued = random_instant_before(rng, first_day, 5 * 365);
+    row.text(&title).optional(isbn).value(rfc3339(catalogued));
 }
 
 struct LoanRows<'a> {

@@ -58,31 +58,61 @@ pub async fn counts(conn: &mut PgConnection) -> sqlx::Result<LibraryCounts> {
     })
 }
 
-/// The highest member id so far (0 when none): the members copied next get larger ones.
-pub async fn last_member_id(conn: &mut PgConnection) -> sqlx::Result<i64> {
-    sqlx::query_scalar!(r#"select coalesce(max(id), 0) as "id!" from member"#)
-        .fetch_one(conn)
-        .await
+/// A table the seed copies rows into and then reads the generated ids of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdTable {
+    Member,
+    Book,
 }
 
-pub async fn last_book_id(conn: &mut PgConnection) -> sqlx::Result<i64> {
-    sqlx::query_scalar!(r#"select coalesce(max(id), 0) as "id!" from book"#)
-        .fetch_one(conn)
-        .await
+impl IdTable {
+    pub fn name(self) -> &'static str {
+        match self {
+            IdTable::Member => "member",
+            IdTable::Book => "book",
+        }
+    }
+
+    /// The `COPY` of the columns the seed writes (the id and the rest take their defaults).
+    pub fn copy_statement(self) -> &'static str {
+        match self {
+            IdTable::Member => "copy member (name, email, created_at) from stdin",
+            IdTable::Book => "copy book (title, isbn, created_at) from stdin",
+        }
+    }
 }
 
-/// Member ids above `after`, in order: the ids of the rows just copied, in the order they were
-/// sent (the library is locked, so nobody else inserted meanwhile).
-pub async fn member_ids_after(conn: &mut PgConnection, after: i64) -> sqlx::Result<Vec<i64>> {
-    sqlx::query_scalar!("select id from member where id > $1 order by id", after)
-        .fetch_all(conn)
-        .await
+/// The highest id of `table` so far (0 when none): the rows copied next get larger ones.
+pub async fn last_id(conn: &mut PgConnection, table: IdTable) -> sqlx::Result<i64> {
+    match table {
+        IdTable::Member => {
+            sqlx::query_scalar!(r#"select coalesce(max(id), 0) as "id!" from member"#)
+                .fetch_one(conn)
+                .await
+        }
+        IdTable::Book => {
+            sqlx::query_scalar!(r#"select coalesce(max(id), 0) as "id!" from book"#)
+                .fetch_one(conn)
+                .await
+        }
+    }
 }
 
-pub async fn book_ids_after(conn: &mut PgConnection, after: i64) -> sqlx::Result<Vec<i64>> {
-    sqlx::query_scalar!("select id from book where id > $1 order by id", after)
-        .fetch_all(conn)
-        .await
+/// The ids of `table` above `after`, in order: the ids of the rows just copied, in the order
+/// they were sent (the library is locked, so nobody else inserted meanwhile).
+pub async fn ids_after(conn: &mut PgConnection, table: IdTable, after: i64) -> sqlx::Result<Vec<i64>> {
+    match table {
+        IdTable::Member => {
+            sqlx::query_scalar!("select id from member where id > $1 order by id", after)
+                .fetch_all(conn)
+                .await
+        }
+        IdTable::Book => {
+            sqlx::query_scalar!("select id from book where id > $1 order by id", after)
+                .fetch_all(conn)
+                .await
+        }
+    }
 }
 
 /// The statements that drop and re-add `loan`'s foreign keys, built by the database from its

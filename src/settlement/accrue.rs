@@ -22,7 +22,7 @@ use chrono::NaiveDate;
 use sqlx::PgConnection;
 use tokio_util::sync::CancellationToken;
 
-use super::batches::walk_batches;
+use super::batches::{upsert_fines, walk_batches};
 use super::{RunContext, SettleError};
 use crate::domain::month_start;
 
@@ -41,7 +41,8 @@ pub async fn accrue(
 
 /// One batch: $1 last loan id of the previous batch, $2 batch size, $3 the business date D,
 /// $4 first day of D's month, $5 fencing token.
-const ACCRUE_BATCH: &str = r#"
+const ACCRUE_BATCH: &str = concat!(
+    r#"
     with batch as (
         select l.id, l.member_id, l.daily_fine_cents,
                greatest(l.due_on + 1, $4::date) as first_day,
@@ -57,25 +58,11 @@ const ACCRUE_BATCH: &str = r#"
         order by l.id
         limit $2
     ),
-    upserted as (
-        insert into fine_record
-            (loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through, fencing_token)
-        select id, member_id, $4, last_day - first_day + 1,
-               (last_day - first_day + 1) * daily_fine_cents, last_day, $5
-        from batch
-        on conflict (loan_id, settle_month) do update
-        set overdue_days = excluded.overdue_days,
-            amount_cents = excluded.amount_cents,
-            accrued_through = excluded.accrued_through,
-            fencing_token = excluded.fencing_token,
-            -- stamped here, so the row trigger need not run (migration 20261205000210)
-            updated_at = now()
-        -- never a SETTLED or VOID fine, never backwards (a rerun or an earlier date: no-op)
-        where fine_record.status = 'PENDING'
-          and fine_record.accrued_through < excluded.accrued_through
-        returning 1
-    )
+    upserted as ("#,
+    upsert_fines!(settle_month: "$4", from: "from batch"),
+    r#"    )
     select (select max(id) from batch) as last_id,
            (select count(*) from batch) as scanned,
            (select count(*) from upserted) as written
-"#;
+"#
+);

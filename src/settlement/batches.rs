@@ -7,6 +7,44 @@ use tokio_util::sync::CancellationToken;
 
 use super::{RunContext, SettleError};
 
+/// The `insert ... on conflict` both accrual steps make of the fines of the rows `from` gives
+/// (each with the loan's `id`, `member_id` and `daily_fine_cents` and the `first_day` and
+/// `last_day` it counts), for the month whose first day `settle_month` names; `$5` is the
+/// fencing token. One formula, overdue days × the daily fine, and one set of guards: a fine is
+/// only ever moved forward while PENDING, never a SETTLED or VOID one and never backwards (a
+/// rerun or an earlier date is a no-op). Answers `1` per fine written.
+///
+/// A macro, not a function: it writes part of a `const` statement (`concat!`).
+macro_rules! upsert_fines {
+    (settle_month: $month:literal, from: $from:literal) => {
+        concat!(
+            r#"
+        insert into fine_record
+            (loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through, fencing_token)
+        select id, member_id, "#,
+            $month,
+            r#", last_day - first_day + 1,
+               (last_day - first_day + 1) * daily_fine_cents, last_day, $5
+        "#,
+            $from,
+            r#"
+        on conflict (loan_id, settle_month) do update
+        set overdue_days = excluded.overdue_days,
+            amount_cents = excluded.amount_cents,
+            accrued_through = excluded.accrued_through,
+            fencing_token = excluded.fencing_token,
+            -- stamped here, so the row trigger need not run (migration 20261205000210)
+            updated_at = now()
+        -- never a SETTLED or VOID fine, never backwards (a rerun or an earlier date: no-op)
+        where fine_record.status = 'PENDING'
+          and fine_record.accrued_through < excluded.accrued_through
+        returning 1
+"#
+        )
+    };
+}
+pub(super) use upsert_fines;
+
 /// What one batch statement answers.
 #[derive(Debug, sqlx::FromRow)]
 struct Batch {

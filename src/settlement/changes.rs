@@ -24,7 +24,7 @@ use chrono::NaiveDate;
 use sqlx::PgConnection;
 use tokio_util::sync::CancellationToken;
 
-use super::batches::walk_batches;
+use super::batches::{upsert_fines, walk_batches};
 use super::{RunContext, SettleError};
 use crate::domain::month_start;
 
@@ -44,7 +44,8 @@ pub async fn accrue_changes(
 
 /// One batch: $1 last queue id of the previous batch, $2 batch size, $3 the as-of date E,
 /// $4 the start month (first day), $5 fencing token.
-const CHANGE_BATCH: &str = r#"
+const CHANGE_BATCH: &str = concat!(
+    r#"
     with batch as (
         select id, loan_id
         from loan_change
@@ -67,25 +68,10 @@ const CHANGE_BATCH: &str = r#"
         -- a loan queued twice in one batch is accrued once
         where l.id in (select loan_id from batch)
     ),
-    upserted as (
-        insert into fine_record
-            (loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through, fencing_token)
-        select id, member_id, settle_month, last_day - first_day + 1,
-               (last_day - first_day + 1) * daily_fine_cents, last_day, $5
-        from months
-        where last_day >= first_day
-        on conflict (loan_id, settle_month) do update
-        set overdue_days = excluded.overdue_days,
-            amount_cents = excluded.amount_cents,
-            accrued_through = excluded.accrued_through,
-            fencing_token = excluded.fencing_token,
-            -- stamped here, so the row trigger need not run (migration 20261205000210)
-            updated_at = now()
-        -- the same guards as the nightly accrual: never a SETTLED or VOID fine, never backwards
-        where fine_record.status = 'PENDING'
-          and fine_record.accrued_through < excluded.accrued_through
-        returning 1
-    ),
+    -- the same formula and guards as the nightly accrual
+    upserted as ("#,
+    upsert_fines!(settle_month: "settle_month", from: "from months where last_day >= first_day"),
+    r#"    ),
     -- executed whether or not it is read (a data-modifying `with`)
     taken as (
         delete from loan_change where id in (select id from batch)
@@ -93,4 +79,5 @@ const CHANGE_BATCH: &str = r#"
     select (select max(id) from batch) as last_id,
            (select count(*) from batch) as scanned,
            (select count(*) from upserted) as written
-"#;
+"#
+);

@@ -9,6 +9,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::PageRequest;
+use super::rows::{returning_rows, select_rows};
 use crate::domain::TaskName;
 use crate::domain::alert::{Alert, AlertKind, AlertState, NewAlert};
 
@@ -181,14 +182,12 @@ pub async fn raise(
     task_name: &TaskName,
     alert: &NewAlert,
 ) -> sqlx::Result<Option<Alert>> {
-    sqlx::query_as!(
+    returning_rows!(
         Alert,
         r#"
         insert into alert (kind, task_name, business_date, detail, execution_id)
         values ($1, $2, $3, $4, $5)
         on conflict on constraint alert_once do nothing
-        returning id, kind as "kind: AlertKind", task_name, business_date, state as "state: AlertState", raised_at,
-                  resolved_at, detail, execution_id
         "#,
         alert.kind.as_str(),
         task_name.as_str(),
@@ -287,12 +286,9 @@ pub async fn find(
     task_name: &TaskName,
     business_date: NaiveDate,
 ) -> sqlx::Result<Option<Alert>> {
-    sqlx::query_as!(
+    select_rows!(
         Alert,
         r#"
-        select id, kind as "kind: AlertKind", task_name, business_date, state as "state: AlertState", raised_at,
-               resolved_at, detail, execution_id
-        from alert
         where kind = $1 and task_name = $2 and business_date = $3
         "#,
         kind.as_str(),
@@ -331,12 +327,9 @@ pub async fn list(
     state: Option<AlertState>,
     page: PageRequest,
 ) -> sqlx::Result<Vec<Alert>> {
-    sqlx::query_as!(
+    select_rows!(
         Alert,
         r#"
-        select id, kind as "kind: AlertKind", task_name, business_date, state as "state: AlertState", raised_at,
-               resolved_at, detail, execution_id
-        from alert
         where ($1::text is null or state = $1)
           and ($2::bigint = 0 or id < $2)
         order by id desc

@@ -9,6 +9,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::PageRequest;
+use super::rows::newest_first_of_task;
 pub use crate::domain::execution::AttemptOutcome;
 use crate::domain::execution::Trigger;
 use crate::domain::{FencingToken, TaskName};
@@ -70,42 +71,4 @@ pub async fn record(executor: impl sqlx::PgExecutor<'_>, attempt: &NewAttempt<'_
     .await
 }
 
-/// Newest first; the cursor is the last id seen (rows with smaller ids follow).
-pub async fn list(
-    executor: impl sqlx::PgExecutor<'_>,
-    task_name: &TaskName,
-    page: PageRequest,
-) -> sqlx::Result<Vec<Attempt>> {
-    // query! rather than query_as!: a nullable column reads as Option<i64>, which has no `into`
-    // an Option<FencingToken>
-    let rows = sqlx::query!(
-        r#"
-        select id, task_name, trigger as "trigger: Trigger", instance_id, fired_at, recorded_at,
-               outcome as "outcome: AttemptOutcome", fencing_token, holder, detail
-        from task_attempt
-        where task_name = $1 and ($2::bigint = 0 or id < $2)
-        order by id desc
-        limit $3
-        "#,
-        task_name.as_str(),
-        page.after,
-        page.fetch()
-    )
-    .fetch_all(executor)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| Attempt {
-            id: row.id,
-            task_name: row.task_name.into(),
-            trigger: row.trigger,
-            instance_id: row.instance_id,
-            fired_at: row.fired_at,
-            recorded_at: row.recorded_at,
-            outcome: row.outcome,
-            fencing_token: row.fencing_token.map(FencingToken),
-            holder: row.holder,
-            detail: row.detail,
-        })
-        .collect())
-}
+newest_first_of_task!(Attempt);

@@ -5,6 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::PageRequest;
+use super::rows::{find_by_id, page_in_id_order};
 
 // The row with whether it is lent is the shape the API serves: one type (the doc comment
 // below is the OpenAPI description).
@@ -36,36 +37,10 @@ pub async fn insert(executor: impl sqlx::PgExecutor<'_>, title: &str, isbn: Opti
 }
 
 pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<Book>> {
-    sqlx::query_as!(
-        Book,
-        r#"
-        select b.id, b.title, b.isbn, b.created_at,
-               -- answered by the partial unique index loan_one_open_per_book
-               exists (select 1 from loan l where l.book_id = b.id and l.returned_at is null) as "on_loan!"
-        from book b
-        where b.id = $1
-        "#,
-        id
-    )
-    .fetch_optional(executor)
-    .await
+    find_by_id!(Book, executor, id)
 }
 
 /// A page of books in id order.
 pub async fn list(executor: impl sqlx::PgExecutor<'_>, page: PageRequest) -> sqlx::Result<Vec<Book>> {
-    sqlx::query_as!(
-        Book,
-        r#"
-        select b.id, b.title, b.isbn, b.created_at,
-               exists (select 1 from loan l where l.book_id = b.id and l.returned_at is null) as "on_loan!"
-        from book b
-        where b.id > $1
-        order by b.id
-        limit $2
-        "#,
-        page.after,
-        page.fetch()
-    )
-    .fetch_all(executor)
-    .await
+    page_in_id_order!(Book, executor, page)
 }

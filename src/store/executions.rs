@@ -16,6 +16,7 @@ use sqlx::PgConnection;
 use utoipa::ToSchema;
 
 use super::PageRequest;
+use super::rows::{find_by_id, newest_first_of_task, select_rows};
 use crate::domain::execution::{ExecutionStatus, Trigger};
 use crate::domain::{FencingToken, TaskName};
 
@@ -96,40 +97,35 @@ pub async fn find_success(
     .await
 }
 
-/// RUNNING → SUCCESS with the number of rows the date wrote. `false` when the execution was no
-/// longer RUNNING (nothing changed then).
+/// Ends the RUNNING executions that `$which` picks (a condition on `$arg`s), setting `$set`
+/// besides the end: how many ended. Only a RUNNING execution ends, once.
 ///
 /// `finished_at` is `clock_timestamp()`, not `now()`: this runs inside the date's transaction,
 /// where `now()` is frozen at the transaction's start and would hide the date's duration.
+macro_rules! end_running {
+    ($conn:expr, set $set:tt, where $which:tt $(, $arg:expr)*) => {
+        sqlx::query!(
+            "update task_execution set finished_at = clock_timestamp(), " + $set
+                + " where status = 'RUNNING' and " + $which,
+            $($arg),*
+        )
+        .execute($conn)
+        .await
+        .map(|done| done.rows_affected())
+    };
+}
+
+/// RUNNING → SUCCESS with the number of rows the date wrote. `false` when the execution was no
+/// longer RUNNING (nothing changed then).
 pub async fn mark_success(conn: &mut PgConnection, id: i64, affected_rows: i64) -> sqlx::Result<bool> {
-    let done = sqlx::query!(
-        r#"
-        update task_execution
-        set status = 'SUCCESS', finished_at = clock_timestamp(), affected_rows = $2
-        where id = $1 and status = 'RUNNING'
-        "#,
-        id,
-        affected_rows
-    )
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    let ended = end_running!(conn, set "status = 'SUCCESS', affected_rows = $2", where "id = $1", id, affected_rows)?;
+    Ok(ended == 1)
 }
 
 /// RUNNING → FAILED with the error. `false` when the execution was no longer RUNNING.
 pub async fn mark_failed(conn: &mut PgConnection, id: i64, error: &str) -> sqlx::Result<bool> {
-    let done = sqlx::query!(
-        r#"
-        update task_execution
-        set status = 'FAILED', finished_at = clock_timestamp(), error = $2
-        where id = $1 and status = 'RUNNING'
-        "#,
-        id,
-        error
-    )
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    let ended = end_running!(conn, set "status = 'FAILED', error = $2", where "id = $1", id, error)?;
+    Ok(ended == 1)
 }
 
 /// Marks every RUNNING execution of `task_name` started under a fencing token older than
@@ -140,19 +136,14 @@ pub async fn abandon_older(
     current_token: FencingToken,
 ) -> sqlx::Result<u64> {
     let error = format!("abandoned: the lock passed to fencing token {current_token}");
-    let done = sqlx::query!(
-        r#"
-        update task_execution
-        set status = 'FAILED', finished_at = clock_timestamp(), error = $3
-        where task_name = $1 and status = 'RUNNING' and fencing_token < $2
-        "#,
+    end_running!(
+        conn,
+        set "status = 'FAILED', error = $3",
+        where "task_name = $1 and fencing_token < $2",
         task_name.as_str(),
         current_token.0,
         error
     )
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected())
 }
 
 /// The latest business date with a SUCCESS.
@@ -222,43 +213,10 @@ pub async fn settled_among(
 }
 
 pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<Execution>> {
-    sqlx::query_as!(
-        Execution,
-        r#"
-        select id, task_name, business_date, trigger as "trigger: Trigger", instance_id, fencing_token,
-               started_at, finished_at, status as "status: ExecutionStatus", affected_rows, error
-        from task_execution
-        where id = $1
-        "#,
-        id
-    )
-    .fetch_optional(executor)
-    .await
+    find_by_id!(Execution, executor, id)
 }
 
-/// Newest first; the cursor is the last id seen (rows with smaller ids follow).
-pub async fn list(
-    executor: impl sqlx::PgExecutor<'_>,
-    task_name: &TaskName,
-    page: PageRequest,
-) -> sqlx::Result<Vec<Execution>> {
-    sqlx::query_as!(
-        Execution,
-        r#"
-        select id, task_name, business_date, trigger as "trigger: Trigger", instance_id, fencing_token,
-               started_at, finished_at, status as "status: ExecutionStatus", affected_rows, error
-        from task_execution
-        where task_name = $1 and ($2::bigint = 0 or id < $2)
-        order by id desc
-        limit $3
-        "#,
-        task_name.as_str(),
-        page.after,
-        page.fetch()
-    )
-    .fetch_all(executor)
-    .await
-}
+newest_first_of_task!(Execution);
 
 /// The newest execution of `task_name` (the jobs view): the first row of [`list`]'s first page.
 pub async fn latest(executor: impl sqlx::PgExecutor<'_>, task_name: &TaskName) -> sqlx::Result<Option<Execution>> {
@@ -273,12 +231,9 @@ pub async fn find_by_token(
     business_date: NaiveDate,
     fencing_token: FencingToken,
 ) -> sqlx::Result<Option<Execution>> {
-    sqlx::query_as!(
+    select_rows!(
         Execution,
         r#"
-        select id, task_name, business_date, trigger as "trigger: Trigger", instance_id, fencing_token,
-               started_at, finished_at, status as "status: ExecutionStatus", affected_rows, error
-        from task_execution
         where task_name = $1 and business_date = $2 and fencing_token = $3
         order by id desc
         limit 1

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 use super::PageRequest;
+use super::rows::{find_by_id, returning_rows, select_rows};
 use crate::domain::{FencingToken, FineStatus, LoanId, MemberId};
 
 // The row as stored is the shape the API serves: one type (the doc comment below is the
@@ -61,107 +62,68 @@ pub struct FineFilter {
 }
 
 pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: i64) -> sqlx::Result<Option<Fine>> {
-    sqlx::query_as!(
-        Fine,
-        r#"
-        select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
-               status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
-        from fine_record
-        where id = $1
-        "#,
-        id
-    )
-    .fetch_optional(executor)
-    .await
+    find_by_id!(Fine, executor, id)
 }
 
 /// A page of fines in id order.
 ///
 /// Three statements rather than one with `($n is null or column = $n)` everywhere: sqlx keeps
 /// statements prepared, and after a few runs Postgres may switch to a generic plan, which cannot
-/// pick an index from a parameter that might be null. Each statement here leads with the filter
-/// that has an index (`fine_record_member`, `fine_record_loan_month_key`), so its plan never
-/// degrades into a scan of the whole table.
+/// pick an index from a parameter that might be null. Each statement here adds to the filters
+/// every page has (`page_of_fines!`) the filter that has an index (`fine_record_member`,
+/// `fine_record_loan_month_key`), so its plan never degrades into a scan of the whole table.
 pub async fn list(
     executor: impl sqlx::PgExecutor<'_>,
     filter: FineFilter,
     page: PageRequest,
 ) -> sqlx::Result<Vec<Fine>> {
-    let status = filter.status.map(FineStatus::as_str);
     match (filter.member_id, filter.loan_id) {
         (Some(member_id), loan_id) => {
-            sqlx::query_as!(
-                Fine,
-                r#"
-                select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
-                       status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
-                from fine_record
-                -- walks fine_record_member (member_id, id) in order
-                where member_id = $1
-                  and id > $2
-                  and ($3::bigint is null or loan_id = $3)
-                  and ($4::text is null or status = $4)
-                  and ($5::date is null or settle_month = $5)
-                order by id
-                limit $6
-                "#,
+            page_of_fines!(
+                filter,
+                page,
+                // walks fine_record_member (member_id, id) in order
+                "and member_id = $5 and ($6::bigint is null or loan_id = $6)",
                 member_id.0,
-                page.after,
-                loan_id.map(|id| id.0),
-                status,
-                filter.settle_month,
-                page.fetch()
+                loan_id.map(|id| id.0)
             )
             .fetch_all(executor)
             .await
         }
+        // a loan has one fine per month: few rows, found by fine_record_loan_month_key
         (None, Some(loan_id)) => {
-            sqlx::query_as!(
-                Fine,
-                r#"
-                select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
-                       status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
-                from fine_record
-                -- a loan has one fine per month: few rows, found by fine_record_loan_month_key
-                where loan_id = $1
-                  and id > $2
-                  and ($3::text is null or status = $3)
-                  and ($4::date is null or settle_month = $4)
-                order by id
-                limit $5
-                "#,
-                loan_id.0,
-                page.after,
-                status,
-                filter.settle_month,
-                page.fetch()
-            )
-            .fetch_all(executor)
-            .await
+            page_of_fines!(filter, page, "and loan_id = $5", loan_id.0)
+                .fetch_all(executor)
+                .await
         }
-        (None, None) => {
-            sqlx::query_as!(
-                Fine,
-                r#"
-                select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
-                       status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
-                from fine_record
-                where id > $1
-                  and ($2::text is null or status = $2)
-                  and ($3::date is null or settle_month = $3)
-                order by id
-                limit $4
-                "#,
-                page.after,
-                status,
-                filter.settle_month,
-                page.fetch()
-            )
-            .fetch_all(executor)
-            .await
-        }
+        (None, None) => page_of_fines!(filter, page, "").fetch_all(executor).await,
     }
 }
+
+/// The statement of a page of fines in id order: `$1` the cursor, `$2` the status and `$3` the
+/// month (`null`: any), `$4` the rows to fetch; `$narrow` adds conditions on `$5` onwards, bound
+/// to `$arg`s.
+macro_rules! page_of_fines {
+    ($filter:expr, $page:expr, $narrow:tt $(, $arg:expr)*) => {
+        select_rows!(
+            Fine,
+            r#"
+            where id > $1
+              and ($2::text is null or status = $2)
+              and ($3::date is null or settle_month = $3)
+            "# + $narrow + r#"
+            order by id
+            limit $4
+            "#,
+            $page.after,
+            $filter.status.map(FineStatus::as_str),
+            $filter.settle_month,
+            $page.fetch()
+            $(, $arg)*
+        )
+    };
+}
+use page_of_fines;
 
 /// Locks the fine's row until the caller's transaction ends and returns it as it is now.
 ///
@@ -169,19 +131,9 @@ pub async fn list(
 /// here is the one the caller's update will see: a fine the job settles while a void waits is
 /// voided as SETTLED, with its reversal.
 pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<Fine>> {
-    sqlx::query_as!(
-        Fine,
-        r#"
-        select id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
-               status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
-        from fine_record
-        where id = $1
-        for update
-        "#,
-        id
-    )
-    .fetch_optional(conn)
-    .await
+    select_rows!(Fine, "where id = $1 for update", id)
+        .fetch_optional(conn)
+        .await
 }
 
 /// Voids the fine if it is still in status `from`; `None` when it is not.
@@ -190,14 +142,12 @@ pub async fn lock(conn: &mut PgConnection, id: i64) -> sqlx::Result<Option<Fine>
 /// succeed. `fencing_token` is left alone: it names the settlement run that last wrote the
 /// amount, which a void does not change.
 pub async fn void(conn: &mut PgConnection, id: i64, from: FineStatus, reason: &str) -> sqlx::Result<Option<Fine>> {
-    sqlx::query_as!(
+    returning_rows!(
         Fine,
         r#"
         update fine_record
         set status = $3, voided_at = now(), void_reason = $4
         where id = $1 and status = $2
-        returning id, loan_id, member_id, settle_month, overdue_days, amount_cents, accrued_through,
-                  status as "status: FineStatus", settled_at, voided_at, void_reason, fencing_token
         "#,
         id,
         from.as_str(),

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::PageRequest;
+use super::rows::{find_by_id, returning_rows, select_rows};
 use crate::domain::{LoanId, MemberId};
 
 /// A loan as stored. The API's loan is a type of its own (`http::loans::Loan`): it adds a
@@ -82,12 +83,11 @@ pub struct LoanFilter {
 /// Lends a copy. Fails on `loan_one_open_per_book` when the copy is on an open loan, and on
 /// `loan_member_id_fkey` / `loan_book_id_fkey` when the member or the book does not exist.
 pub async fn insert(executor: impl sqlx::PgExecutor<'_>, loan: &NewLoan) -> sqlx::Result<LoanRow> {
-    sqlx::query_as!(
+    returning_rows!(
         LoanRow,
         r#"
         insert into loan (member_id, book_id, borrowed_on, due_on, daily_fine_cents)
         values ($1, $2, $3, $4, $5)
-        returning id, member_id, book_id, borrowed_on, due_on, returned_at, returned_on, daily_fine_cents, created_at
         "#,
         loan.member_id.0,
         loan.book_id,
@@ -100,17 +100,7 @@ pub async fn insert(executor: impl sqlx::PgExecutor<'_>, loan: &NewLoan) -> sqlx
 }
 
 pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: LoanId) -> sqlx::Result<Option<LoanRow>> {
-    sqlx::query_as!(
-        LoanRow,
-        r#"
-        select id, member_id, book_id, borrowed_on, due_on, returned_at, returned_on, daily_fine_cents, created_at
-        from loan
-        where id = $1
-        "#,
-        id.0
-    )
-    .fetch_optional(executor)
-    .await
+    find_by_id!(LoanRow, executor, id.0)
 }
 
 /// Marks an open loan returned at `returned_at` (business date `returned_on`).
@@ -124,12 +114,11 @@ pub async fn mark_returned(
     returned_at: DateTime<Utc>,
     returned_on: NaiveDate,
 ) -> sqlx::Result<Option<LoanRow>> {
-    sqlx::query_as!(
+    returning_rows!(
         LoanRow,
         r#"
         update loan set returned_at = $2, returned_on = $3
         where id = $1 and returned_at is null
-        returning id, member_id, book_id, borrowed_on, due_on, returned_at, returned_on, daily_fine_cents, created_at
         "#,
         id.0,
         returned_at,
@@ -141,71 +130,53 @@ pub async fn mark_returned(
 
 /// A page of loans in id order.
 ///
-/// One query per shape rather than `($1 is null or member_id = $1)`: a cached generic plan for
-/// that form cannot use the `loan_member_id` index, and a member's few loans would then cost a
-/// scan of the whole table.
+/// One statement per shape rather than `($5 is null or member_id = $5)`: a cached generic plan
+/// for that form cannot use the `loan_member_id` index, and a member's few loans would then cost
+/// a scan of the whole table.
 pub async fn list(
     executor: impl sqlx::PgExecutor<'_>,
     filter: LoanFilter,
     page: PageRequest,
 ) -> sqlx::Result<Vec<LoanRow>> {
-    let status = filter.status.map(LoanStatus::as_str);
     match filter.member_id {
         Some(member_id) => {
-            sqlx::query_as!(
-                LoanRow,
-                r#"
-                select id, member_id, book_id, borrowed_on, due_on, returned_at, returned_on,
-                       daily_fine_cents, created_at
-                from loan
-                where member_id = $1
-                  -- the same rule as LoanStatus::of, with $3 as today's business date
-                  and case $2::text
-                        when 'returned' then returned_at is not null
-                        when 'overdue' then returned_at is null and due_on < $3
-                        when 'open' then returned_at is null and due_on >= $3
-                        else true
-                      end
-                  and id > $4
-                order by id
-                limit $5
-                "#,
-                member_id.0,
-                status,
-                filter.today,
-                page.after,
-                page.fetch()
-            )
-            .fetch_all(executor)
-            .await
+            page_of_loans!(filter, page, "and member_id = $5", member_id.0)
+                .fetch_all(executor)
+                .await
         }
-        None => {
-            sqlx::query_as!(
-                LoanRow,
-                r#"
-                select id, member_id, book_id, borrowed_on, due_on, returned_at, returned_on,
-                       daily_fine_cents, created_at
-                from loan
-                where case $1::text
-                        when 'returned' then returned_at is not null
-                        when 'overdue' then returned_at is null and due_on < $2
-                        when 'open' then returned_at is null and due_on >= $2
-                        else true
-                      end
-                  and id > $3
-                order by id
-                limit $4
-                "#,
-                status,
-                filter.today,
-                page.after,
-                page.fetch()
-            )
-            .fetch_all(executor)
-            .await
-        }
+        None => page_of_loans!(filter, page, "").fetch_all(executor).await,
     }
 }
+
+/// The statement of a page of loans in id order: `$1` the status (`null`: any) judged on `$2`,
+/// today's business date, `$3` the cursor, `$4` the rows to fetch; `$narrow` adds conditions on
+/// `$5` onwards, bound to `$arg`s.
+macro_rules! page_of_loans {
+    ($filter:expr, $page:expr, $narrow:tt $(, $arg:expr)*) => {
+        select_rows!(
+            LoanRow,
+            r#"
+            -- the same rule as LoanStatus::of, with $2 as today's business date
+            where case $1::text
+                    when 'returned' then returned_at is not null
+                    when 'overdue' then returned_at is null and due_on < $2
+                    when 'open' then returned_at is null and due_on >= $2
+                    else true
+                  end
+              and id > $3
+            "# + $narrow + r#"
+            order by id
+            limit $4
+            "#,
+            $filter.status.map(LoanStatus::as_str),
+            $filter.today,
+            $page.after,
+            $page.fetch()
+            $(, $arg)*
+        )
+    };
+}
+use page_of_loans;
 
 /// Whether any loan was recorded or changed since the settlement last accrued it (the
 /// `loan_change` queue is not empty).

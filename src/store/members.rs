@@ -5,6 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::PageRequest;
+use super::rows::{find_by_id, page_in_id_order};
 use crate::domain::MemberId;
 
 // The row with its balance is the shape the API serves: one type (the doc comment below is
@@ -36,20 +37,7 @@ pub async fn insert(executor: impl sqlx::PgExecutor<'_>, name: &str, email: &str
 }
 
 pub async fn find(executor: impl sqlx::PgExecutor<'_>, id: MemberId) -> sqlx::Result<Option<Member>> {
-    sqlx::query_as!(
-        Member,
-        r#"
-        select m.id, m.name, m.email, m.created_at,
-               -- what the member owes: charges minus reversals and payments
-               coalesce((select sum(l.amount_cents) from ledger_entry l where l.member_id = m.id), 0)::bigint
-                   as "balance_cents!"
-        from member m
-        where m.id = $1
-        "#,
-        id.0
-    )
-    .fetch_optional(executor)
-    .await
+    find_by_id!(Member, executor, id.0)
 }
 
 pub async fn exists(executor: impl sqlx::PgExecutor<'_>, id: MemberId) -> sqlx::Result<bool> {
@@ -63,20 +51,5 @@ pub async fn exists(executor: impl sqlx::PgExecutor<'_>, id: MemberId) -> sqlx::
 
 /// A page of members in id order, each with its balance.
 pub async fn list(executor: impl sqlx::PgExecutor<'_>, page: PageRequest) -> sqlx::Result<Vec<Member>> {
-    sqlx::query_as!(
-        Member,
-        r#"
-        select m.id, m.name, m.email, m.created_at,
-               coalesce((select sum(l.amount_cents) from ledger_entry l where l.member_id = m.id), 0)::bigint
-                   as "balance_cents!"
-        from member m
-        where m.id > $1
-        order by m.id
-        limit $2
-        "#,
-        page.after,
-        page.fetch()
-    )
-    .fetch_all(executor)
-    .await
+    page_in_id_order!(Member, executor, page)
 }

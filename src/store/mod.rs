@@ -2,7 +2,8 @@
 //!
 //! Functions take an executor (a pool, or a transaction the caller opened), so the caller decides
 //! what commits together. SQL is checked at compile time against the schema (`sqlx::query!`, with
-//! the `.sqlx/` data committed for offline builds).
+//! the `.sqlx/` data committed for offline builds). The columns each row type is read from are
+//! written once, in `rows` (`select_rows!`, `returning_rows!`).
 
 pub mod alerts;
 pub mod attempts;
@@ -19,6 +20,7 @@ pub mod members;
 pub mod notifications;
 pub mod reads;
 pub mod replica_clocks;
+mod rows;
 pub mod schema;
 pub mod start_date;
 

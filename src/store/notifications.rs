@@ -9,6 +9,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::PageRequest;
+use super::rows::select_rows;
 use crate::domain::reminder::{Reminder, ReminderKind};
 use crate::domain::{LoanId, MemberId};
 
@@ -71,11 +72,9 @@ pub async fn list_for_member(
     member_id: MemberId,
     page: PageRequest,
 ) -> sqlx::Result<Vec<Notification>> {
-    sqlx::query_as!(
+    select_rows!(
         Notification,
         r#"
-        select id, loan_id, member_id, kind as "kind: ReminderKind", sent_at
-        from notification
         where member_id = $1 and id > $2
         order by id
         limit $3
