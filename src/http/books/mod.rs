@@ -8,8 +8,13 @@ mod list;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::resource::Resource;
 use crate::state::AppState;
 pub use crate::store::books::Book;
+
+impl Resource for Book {
+    const NAME: &'static str = "book";
+}
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

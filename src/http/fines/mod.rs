@@ -7,8 +7,13 @@ mod void;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::resource::Resource;
 use crate::state::AppState;
 pub use crate::store::fines::{Fine, fine_status_schema};
+
+impl Resource for Fine {
+    const NAME: &'static str = "fine";
+}
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

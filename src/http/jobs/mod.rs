@@ -17,6 +17,7 @@ use utoipa_axum::routes;
 
 use super::error::ApiError;
 use super::locks::Lock;
+use super::resource::{Resource, not_found};
 use crate::domain::{RangeError, TaskName};
 use crate::jobs::{Activity, Refused, Request, SettleJob, Started};
 use crate::settlement::Trigger;
@@ -41,7 +42,7 @@ fn job_named<'a>(state: &'a AppState, name: &str) -> Result<&'a SettleJob, ApiEr
     if name == state.job.task_name().as_str() {
         Ok(&state.job)
     } else {
-        Err(ApiError::NotFound("job"))
+        Err(not_found::<Job>())
     }
 }
 
@@ -63,6 +64,10 @@ pub struct Job {
     pub lock_at_most_for_seconds: u64,
     pub lock_at_least_for_seconds: u64,
     pub backfill_max_days: u32,
+}
+
+impl Resource for Job {
+    const NAME: &'static str = "job";
 }
 
 /// One fire instant, twice.

@@ -11,10 +11,15 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::error::ApiError;
+use super::resource::{Resource, not_found};
 use crate::domain::MemberId;
 use crate::state::AppState;
 use crate::store;
 pub use crate::store::members::Member;
+
+impl Resource for Member {
+    const NAME: &'static str = "member";
+}
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -31,6 +36,6 @@ async fn require_member(state: &AppState, member_id: MemberId) -> Result<(), Api
     if store::members::exists(&state.pool, member_id).await? {
         Ok(())
     } else {
-        Err(ApiError::NotFound("member"))
+        Err(not_found::<Member>())
     }
 }
