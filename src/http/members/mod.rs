@@ -17,10 +17,6 @@ use crate::state::AppState;
 use crate::store;
 pub use crate::store::members::Member;
 
-impl Resource for Member {
-    const NAME: &'static str = "member";
-}
-
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create::create_member, list::list_members))
@@ -38,4 +34,8 @@ async fn require_member(state: &AppState, member_id: MemberId) -> Result<(), Api
     } else {
         Err(not_found::<Member>())
     }
+}
+
+impl Resource for Member {
+    const NAME: &'static str = "member";
 }
