@@ -3,10 +3,13 @@
 //! Keyset rather than offset: a page costs the same at row ten million as at row ten, and rows
 //! inserted meanwhile never shift a page.
 
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, IntoResponses, ToSchema};
 
 use super::error::ApiError;
+use super::extract::Query;
 pub use crate::store::PageRequest;
 
 pub const DEFAULT_LIMIT: i64 = 50;
@@ -24,6 +27,21 @@ pub struct PageParams {
 impl PageParams {
     pub fn validate(&self) -> Result<PageRequest, ApiError> {
         page_request(self.limit, self.cursor.as_deref())
+    }
+}
+
+/// The page a list without filters is asked for: its [`PageParams`], read (400 when they cannot
+/// be) and checked (422 naming the one that is off). Documented by `params(PageParams)` and
+/// [`InvalidPage`].
+#[derive(Debug, Clone, Copy)]
+pub struct PageQuery(pub PageRequest);
+
+impl<S: Send + Sync> FromRequestParts<S> for PageQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Query(params) = Query::<PageParams>::from_request_parts(parts, state).await?;
+        Ok(PageQuery(params.validate()?))
     }
 }
 

@@ -1,9 +1,10 @@
 use axum::extract::State;
 
-use super::{Attempt, job_named};
+use super::{Attempt, Job, job_named};
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path, Query};
 use crate::http::pagination::{InvalidPage, Page, PageParams};
+use crate::http::resource::NoSuch;
 use crate::state::AppState;
 use crate::store;
 
@@ -13,7 +14,7 @@ use crate::store;
     params(("name" = String, Path, description = "Job name"), PageParams),
     responses(
         (status = 200, description = "A page of attempts", body = Page<Attempt>),
-        (status = 404, description = "No such job"),
+        NoSuch<Job>,
         InvalidPage,
     ),
 )]

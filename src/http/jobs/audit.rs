@@ -3,11 +3,12 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::job_named;
+use super::{Job, job_named};
 use crate::audit::{self, AuditConfig, AuditError, AuditReport};
 use crate::http::dates;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
+use crate::http::resource::NoSuch;
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
@@ -30,10 +31,9 @@ pub struct AuditRequest {
 #[utoipa::path(
     post, path = "/{name}/audits", tag = "jobs",
     params(("name" = String, Path, description = "Job name")),
-    request_body = AuditRequest,
     responses(
         (status = 200, description = "The audit's report", body = AuditReport),
-        (status = 404, description = "No such job"),
+        NoSuch<Job>,
         (status = 409, description = "The month is not final yet (code `month_not_final`)"),
         (status = 422, description = "Invalid month"),
     ),

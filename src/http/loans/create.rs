@@ -71,7 +71,6 @@ impl NewLoan {
 /// 422 naming `member_id` or `book_id`: the body is at fault, not the URL.
 #[utoipa::path(
     post, path = "", tag = "loans",
-    request_body = NewLoan,
     params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
         description = "Makes retries safe: 1 to 255 visible ASCII characters, unique per request")),
     responses(

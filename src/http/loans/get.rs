@@ -15,7 +15,9 @@ use crate::store;
     responses(Found<Loan>),
 )]
 pub async fn get_loan(State(state): State<AppState>, Path(id): Path<LoanId>) -> Result<Found<Loan>, ApiError> {
-    let row = store::loans::find(&state.pool, id).await?.ok_or_else(not_found::<Loan>)?;
+    let row = store::loans::find(&state.pool, id)
+        .await?
+        .ok_or_else(not_found::<Loan>)?;
     let today = store::clock::business_today(&state.pool, state.settings.business_tz).await?;
     Ok(Found(Loan::new(row, today)))
 }

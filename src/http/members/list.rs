@@ -2,8 +2,8 @@ use axum::extract::State;
 
 use super::Member;
 use crate::http::error::ApiError;
-use crate::http::extract::{Json, Query};
-use crate::http::pagination::{InvalidPage, Page, PageParams};
+use crate::http::extract::Json;
+use crate::http::pagination::{InvalidPage, Page, PageParams, PageQuery};
 use crate::state::AppState;
 use crate::store;
 
@@ -18,9 +18,8 @@ use crate::store;
 )]
 pub async fn list_members(
     State(state): State<AppState>,
-    Query(params): Query<PageParams>,
+    PageQuery(page): PageQuery,
 ) -> Result<Json<Page<Member>>, ApiError> {
-    let page = params.validate()?;
     let rows = store::members::list(&state.pool, page).await?;
     Ok(Json(Page::from_rows(rows, page, |m| m.id.0).map(Member::from)))
 }

@@ -4,11 +4,13 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::Member;
 use super::ledger::LedgerEntry;
 use crate::domain::MemberId;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::http::idempotency::{Begin, IdempotencyKey};
+use crate::http::resource::NoSuch;
 use crate::state::AppState;
 use crate::store;
 
@@ -61,10 +63,9 @@ pub struct Payment {
         ("id" = i64, Path, description = "Member id"),
         ("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters; makes retries safe"),
     ),
-    request_body = NewPayment,
     responses(
         (status = 201, description = "The payment entry and the new balance", body = Payment),
-        (status = 404, description = "No such member"),
+        NoSuch<Member>,
         (status = 422, description = "Invalid amount, or an Idempotency-Key reused with another body"),
     ),
 )]
