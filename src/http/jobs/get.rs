@@ -46,7 +46,7 @@ pub(super) async fn describe(state: &AppState, job: &SettleJob) -> Result<Job, A
     Ok(Job {
         name: job.task_name().clone(),
         cron: schedule.expr().to_owned(),
-        time_zone: tz.name().to_owned(),
+        time_zone: tz.name(),
         next_fires,
         last_success_date,
         last_execution,

@@ -53,7 +53,7 @@ pub struct Job {
     pub name: TaskName,
     /// Six fields, seconds first, evaluated in `time_zone`.
     pub cron: String,
-    pub time_zone: String,
+    pub time_zone: &'static str,
     /// The next fire instants, in UTC and in the business zone.
     pub next_fires: Vec<Fire>,
     /// The latest business date settled (SUCCESS).
