@@ -6,7 +6,7 @@
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, IntoResponses, ToSchema};
+use utoipa::{IntoParams, ToSchema};
 
 use super::error::ApiError;
 use super::extract::Query;
@@ -31,8 +31,8 @@ impl PageParams {
 }
 
 /// The page a list without filters is asked for: its [`PageParams`], read (400 when they cannot
-/// be) and checked (422 naming the one that is off). Documented by `params(PageParams)` and
-/// [`InvalidPage`].
+/// be) and checked (422 naming the one that is off). Documented by `params(PageParams)`; the
+/// document adds the 422 (`openapi.rs`).
 #[derive(Debug, Clone, Copy)]
 pub struct PageQuery(pub PageRequest);
 
@@ -61,11 +61,6 @@ pub fn page_request(limit: Option<i64>, cursor: Option<&str>) -> Result<PageRequ
     };
     Ok(PageRequest { after, limit })
 }
-
-/// The 422 of [`page_request`], for the lists where the limit and the cursor are all it checks.
-#[derive(IntoResponses)]
-#[response(status = 422, description = "Invalid limit or cursor")]
-pub struct InvalidPage;
 
 /// One page of a list.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

@@ -3,7 +3,7 @@ use axum::extract::State;
 use super::Book;
 use crate::http::error::ApiError;
 use crate::http::extract::Json;
-use crate::http::pagination::{InvalidPage, Page, PageParams, PageQuery};
+use crate::http::pagination::{Page, PageParams, PageQuery};
 use crate::state::AppState;
 use crate::store;
 
@@ -13,7 +13,6 @@ use crate::store;
     params(PageParams),
     responses(
         (status = 200, description = "A page of books", body = Page<Book>),
-        InvalidPage,
     ),
 )]
 pub async fn list_books(

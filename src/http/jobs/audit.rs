@@ -3,7 +3,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Job, job_named};
+use super::{Job, JobPath, job_named};
 use crate::audit::{self, AuditConfig, AuditError, AuditReport};
 use crate::http::dates;
 use crate::http::error::ApiError;
@@ -30,7 +30,7 @@ pub struct AuditRequest {
 /// neither is an error. Writes nothing but the alert.
 #[utoipa::path(
     post, path = "/{name}/audits", tag = "jobs",
-    params(("name" = String, Path, description = "Job name")),
+    params(JobPath),
     responses(
         (status = 200, description = "The audit's report", body = AuditReport),
         NoSuch<Job>,
@@ -40,7 +40,7 @@ pub struct AuditRequest {
 )]
 pub async fn audit_month(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
     Json(body): Json<AuditRequest>,
 ) -> Result<Json<AuditReport>, ApiError> {
     job_named(&state, &name)?;

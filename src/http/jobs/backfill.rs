@@ -4,7 +4,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Job, RangeFields, job_named, start_manual};
+use super::{Job, JobPath, RangeFields, job_named, start_manual};
 use crate::domain::{FencingToken, TaskName};
 use crate::http::dates;
 use crate::http::error::ApiError;
@@ -42,7 +42,7 @@ pub struct BackfillStarted {
 /// Settles a range of business dates, oldest first, each with its own execution record.
 #[utoipa::path(
     post, path = "/{name}/backfill", tag = "jobs",
-    params(("name" = String, Path, description = "Job name")),
+    params(JobPath),
     responses(
         (status = 202, description = "Started", body = BackfillStarted),
         NoSuch<Job>,
@@ -53,7 +53,7 @@ pub struct BackfillStarted {
 )]
 pub async fn backfill_job(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
     Json(body): Json<BackfillRequest>,
 ) -> Result<(StatusCode, Json<BackfillStarted>), ApiError> {
     let job = job_named(&state, &name)?;

@@ -10,8 +10,8 @@ mod list;
 mod run;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -35,6 +35,14 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(run::run_job))
         .routes(routes!(backfill::backfill_job))
         .routes(routes!(audit::audit_month))
+}
+
+/// The path of a job's records and actions, `/{name}/…`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct JobPath {
+    /// Job name
+    name: String,
 }
 
 /// The one job this service runs, by name; 404 for any other name.

@@ -4,7 +4,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Execution, Job, RangeFields, job_named, start_manual};
+use super::{Execution, Job, JobPath, RangeFields, job_named, start_manual};
 use crate::http::dates;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
@@ -30,7 +30,7 @@ pub struct RunRequest {
 /// would finalise months whose earlier days were never accrued.
 #[utoipa::path(
     post, path = "/{name}/runs", tag = "jobs",
-    params(("name" = String, Path, description = "Job name")),
+    params(JobPath),
     responses(
         (status = 202, description = "Started", body = Execution),
         NoSuch<Job>,
@@ -41,7 +41,7 @@ pub struct RunRequest {
 )]
 pub async fn run_job(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
     Json(body): Json<RunRequest>,
 ) -> Result<(StatusCode, Json<Execution>), ApiError> {
     let job = job_named(&state, &name)?;

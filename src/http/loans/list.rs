@@ -6,7 +6,7 @@ use super::{Loan, LoanStatus};
 use crate::domain::MemberId;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
-use crate::http::pagination::{InvalidPage, Page, page_request};
+use crate::http::pagination::{Page, page_request};
 use crate::state::AppState;
 use crate::store;
 use crate::store::loans::LoanFilter;
@@ -35,7 +35,6 @@ pub struct LoanListParams {
     responses(
         (status = 200, description = "A page of loans", body = Page<Loan>),
         (status = 400, description = "Malformed query, such as an unknown status"),
-        InvalidPage,
     ),
 )]
 pub async fn list_loans(

@@ -4,7 +4,7 @@ use super::Member;
 use crate::domain::MemberId;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
-use crate::http::pagination::{InvalidPage, Page, PageParams, PageQuery};
+use crate::http::pagination::{Page, PageParams, PageQuery};
 use crate::http::resource::NoSuch;
 use crate::state::AppState;
 use crate::store;
@@ -17,7 +17,6 @@ pub use crate::store::ledger::LedgerEntry;
     responses(
         (status = 200, description = "A page of ledger entries", body = Page<LedgerEntry>),
         NoSuch<Member>,
-        InvalidPage,
     ),
 )]
 pub async fn member_ledger(
