@@ -6,7 +6,7 @@ use super::Fine;
 use crate::domain::FineStatus;
 use crate::http::error::{ApiError, ResultExt};
 use crate::http::extract::{Json, Path};
-use crate::http::resource::NoSuch;
+use crate::http::resource::{NoSuch, not_found};
 use crate::http::text_field::{Controls, text_field};
 use crate::state::AppState;
 use crate::store;
@@ -52,9 +52,7 @@ pub async fn void_fine(
     let mut tx = state.pool.begin().await?;
     // Under the row lock the status cannot change before the update below: a concurrent void
     // waits here and then finds the fine VOID.
-    let current = store::fines::lock(&mut tx, id)
-        .await?
-        .ok_or(ApiError::NotFound("fine"))?;
+    let current = store::fines::lock(&mut tx, id).await?.ok_or_else(not_found::<Fine>)?;
     if !current.status.can_transition_to(FineStatus::Void) {
         return Err(already_void());
     }

@@ -12,7 +12,7 @@ use crate::domain::business_date;
 use crate::http::dates;
 use crate::http::error::{ApiError, ResultExt};
 use crate::http::extract::{Json, Path};
-use crate::http::resource::NoSuch;
+use crate::http::resource::{NoSuch, not_found};
 use crate::state::AppState;
 use crate::store;
 
@@ -76,7 +76,7 @@ pub async fn return_loan(
         }
         // Nothing open to return: say why.
         None => match store::loans::find(&state.pool, id).await? {
-            None => Err(ApiError::NotFound("loan")),
+            None => Err(not_found::<Loan>()),
             Some(_) => Err(ApiError::conflict(
                 "loan_already_returned",
                 "this loan was returned already",

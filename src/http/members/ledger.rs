@@ -5,7 +5,8 @@ use crate::domain::MemberId;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::http::pagination::{Page, PageParams, PageQuery};
-use crate::http::resource::NoSuch;
+use crate::http::read::read;
+use crate::http::resource::{NoSuch, not_found};
 use crate::state::AppState;
 use crate::store;
 pub use crate::store::ledger::LedgerEntry;
@@ -24,8 +25,10 @@ pub async fn member_ledger(
     Path(member_id): Path<MemberId>,
     PageQuery(page): PageQuery,
 ) -> Result<Json<Page<LedgerEntry>>, ApiError> {
-    let mut connection = state.reads.acquire().await?;
-    let rows = store::ledger::page_of_member(&mut *connection, member_id, page).await;
-    let rows = connection.check(rows)?.ok_or(ApiError::NotFound("member"))?;
+    let rows = read(&state, async |connection| {
+        store::ledger::page_of_member(connection, member_id, page).await
+    })
+    .await?
+    .ok_or_else(not_found::<Member>)?;
     Ok(Json(Page::from_rows(rows, page, |e| e.id).map(LedgerEntry::from)))
 }

@@ -10,7 +10,7 @@ use crate::domain::MemberId;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
 use crate::http::idempotency::{Begin, IdempotencyKey};
-use crate::http::resource::NoSuch;
+use crate::http::resource::{NoSuch, not_found};
 use crate::state::AppState;
 use crate::store;
 
@@ -84,7 +84,7 @@ pub async fn create_payment(
         Begin::Proceed(keyed) => keyed,
     };
     if !store::ledger::lock_account(&mut tx, member_id).await? {
-        return Err(ApiError::NotFound("member"));
+        return Err(not_found::<Member>());
     }
     let entry = store::ledger::insert_payment(&mut tx, member_id, amount_cents).await?;
     let balance_cents = store::ledger::balance(&mut *tx, member_id).await?;
