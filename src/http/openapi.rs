@@ -213,3 +213,42 @@ pub fn docs_routes(document: OpenApiDocument) -> Router<AppState> {
         axum::http::HeaderValue::from_static("frame-ancestors 'none'"),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::document;
+
+    /// Every `$ref` in `value`, depth first.
+    fn refs<'a>(value: &'a Value, found: &mut Vec<&'a str>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(target)) = map.get("$ref") {
+                    found.push(target);
+                }
+                map.values().for_each(|v| refs(v, found));
+            }
+            Value::Array(items) => items.iter().for_each(|v| refs(v, found)),
+            _ => {}
+        }
+    }
+
+    /// A response or schema documented by a type of our own (`Found<R>`, `NoSuch<R>`) refers to a
+    /// schema by name, without registering it: the name must be one some route registers.
+    #[test]
+    fn every_ref_resolves_in_the_document() {
+        let document = serde_json::to_value(document()).expect("the document serialises");
+        let mut found = Vec::new();
+        refs(&document, &mut found);
+        assert!(!found.is_empty());
+        let dangling: Vec<&str> = found
+            .into_iter()
+            .filter(|target| {
+                let pointer = target.strip_prefix('#');
+                pointer.and_then(|p| document.pointer(p)).is_none()
+            })
+            .collect();
+        assert!(dangling.is_empty(), "$refs to nothing: {dangling:?}");
+    }
+}
