@@ -234,8 +234,8 @@ mod tests {
         }
     }
 
-    /// A response or schema documented by a type of our own (`Found<R>`, `NoSuch<R>`) refers to a
-    /// schema by name, without registering it: the name must be one some route registers.
+    /// A response documented by a type of our own (`Found<R>`) refers to its schema by name
+    /// without registering it: some route must register that name.
     #[test]
     fn every_ref_resolves_in_the_document() {
         let document = serde_json::to_value(document()).expect("the document serialises");

@@ -11,14 +11,14 @@ use utoipa::{IntoResponses, ToSchema};
 
 use super::error::ApiError;
 
-/// A kind of resource a path can name by its id.
+/// A kind of resource a path can name (by its id, or a job by its name).
 pub trait Resource: ToSchema {
     /// Its name in messages: `book` answers "No such book" and "book not found".
     const NAME: &'static str;
 }
 
-/// `200 OK` with the resource as the body. Documented as a `GET /…/{id}` answers: the resource,
-/// or a 404 when there is none.
+/// `200 OK` with the resource as the body. Documented as the answers of a `GET /…/{id}`: the
+/// resource, or a 404 when there is none.
 pub struct Found<R>(pub R);
 
 impl<R: Resource + Serialize> IntoResponse for Found<R> {

@@ -4,7 +4,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Job, JobPath, RangeFields, job_named, start_manual};
+use super::{Job, JobPath, RangeFields, Unavailable, job_named, start_manual};
 use crate::domain::{FencingToken, TaskName};
 use crate::http::dates;
 use crate::http::error::ApiError;
@@ -48,7 +48,7 @@ pub struct BackfillStarted {
         NoSuch<Job>,
         (status = 409, description = "The lock is held, the job is running here, or every date is settled"),
         (status = 422, description = "Invalid range, or one that begins before the job's start date"),
-        (status = 503, description = "The lock store is unavailable or the service is stopping"),
+        Unavailable,
     ),
 )]
 pub async fn backfill_job(

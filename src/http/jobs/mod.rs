@@ -11,7 +11,7 @@ mod run;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::{IntoParams, IntoResponses, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -37,7 +37,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(audit::audit_month))
 }
 
-/// The path of a job's records and actions, `/{name}/…`.
+/// The `{name}` of a job's records and actions (`/{name}/…`), read and documented. It does not
+/// look the job up: [`job_named`] does, in the handler, so that a bad query or body is answered
+/// before the 404 of another name, as on every route.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
 struct JobPath {
@@ -119,6 +121,14 @@ fn refused(refused: Refused, fields: RangeFields) -> ApiError {
         Refused::Unavailable(_) | Refused::ShuttingDown => ApiError::Unavailable(refused.to_string()),
     }
 }
+
+/// The 503 of a manual run or backfill ([`refused`]).
+#[derive(IntoResponses)]
+#[response(
+    status = 503,
+    description = "The lock store is unavailable or the service is stopping"
+)]
+struct Unavailable;
 
 /// Starts an operator's run of `from..=to` (trigger `manual`), fired at the database's clock: a
 /// manual run is checked and timed by it, like every other fire.

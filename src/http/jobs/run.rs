@@ -4,7 +4,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Execution, Job, JobPath, RangeFields, job_named, start_manual};
+use super::{Execution, Job, JobPath, RangeFields, Unavailable, job_named, start_manual};
 use crate::http::dates;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
@@ -36,7 +36,7 @@ pub struct RunRequest {
         NoSuch<Job>,
         (status = 409, description = "The lock is held, the job is running here, or the date is already settled"),
         (status = 422, description = "Invalid date, or a date before the job's start date"),
-        (status = 503, description = "The lock store is unavailable or the service is stopping"),
+        Unavailable,
     ),
 )]
 pub async fn run_job(
