@@ -12,12 +12,12 @@ use super::resource::Resource;
 use crate::state::AppState;
 pub use crate::store::books::Book;
 
-impl Resource for Book {
-    const NAME: &'static str = "book";
-}
-
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create::create_book, list::list_books))
         .routes(routes!(get::get_book))
+}
+
+impl Resource for Book {
+    const NAME: &'static str = "book";
 }

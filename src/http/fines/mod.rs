@@ -11,13 +11,13 @@ use super::resource::Resource;
 use crate::state::AppState;
 pub use crate::store::fines::{Fine, fine_status_schema};
 
-impl Resource for Fine {
-    const NAME: &'static str = "fine";
-}
-
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list::list_fines))
         .routes(routes!(get::get_fine))
         .routes(routes!(void::void_fine))
+}
+
+impl Resource for Fine {
+    const NAME: &'static str = "fine";
 }
