@@ -19,9 +19,8 @@ mod tests {
 
     #[test]
     fn thousands_are_separated() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_000), "1,000");
-        assert_eq!(thousands(1_234_567), "1,234,567");
+        for (n, separated) in [(0, "0"), (999, "999"), (1_000, "1,000"), (1_234_567, "1,234,567")] {
+            assert_eq!(thousands(n), separated);
+        }
     }
 }

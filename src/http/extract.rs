@@ -19,6 +19,9 @@ use super::strict_json::{DUPLICATE_KEY, UniqueKeys};
 ///
 /// The body must be a JSON *object*: serde's derived structs would also accept an array of the
 /// fields in order (`["Ada", "ada@example.org"]`), which no client means to send.
+///
+/// A handler's `Json<T>` argument is its documented request body (utoipa's `axum_extras` read it
+/// by this name), so its `#[utoipa::path]` does not repeat it as `request_body`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Json<T>(pub T);
 

@@ -12,10 +12,11 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use sqlx::PgConnection;
+use sqlx::{PgConnection, PgPool};
 
 use super::auth::Caller;
 use super::error::ApiError;
+use super::response::Created;
 use crate::store::idempotency::{self, Claim, KeyRef, Stored};
 
 /// The optional `Idempotency-Key` header (1 to 255 visible ASCII characters), with the caller it
@@ -59,27 +60,55 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
     }
 }
 
+/// What a keyed request came to: created now, or the first response to its key again.
+pub enum Once<T> {
+    Created(Created<T>),
+    Replayed(Response),
+}
+
+impl IdempotencyKey {
+    /// Creates something at most once per key. In one transaction: claims the key on `scope`
+    /// (the route, e.g. `POST /api/v1/loans`) for `request`, runs `create`, and stores its
+    /// response with the key; the key, the effect and the stored response commit together or
+    /// not at all. A retry with the key and the same body is answered the stored response, and
+    /// `create` does not run. Without a key, `create` simply runs in the transaction.
+    pub async fn create_once<T: Serialize>(
+        self,
+        pool: &PgPool,
+        scope: impl Into<String>,
+        request: &impl Serialize,
+        create: impl AsyncFnOnce(&mut PgConnection) -> Result<Created<T>, ApiError>,
+    ) -> Result<Once<T>, ApiError> {
+        let mut tx = pool.begin().await?;
+        let keyed = match self.begin(&mut tx, scope.into(), request).await? {
+            Begin::Proceed(keyed) => keyed,
+            Begin::Replay(response) => return Ok(Once::Replayed(response)),
+        };
+        let created = create(&mut tx).await?;
+        keyed
+            .complete(&mut tx, StatusCode::CREATED, created.location.as_deref(), &created.body)
+            .await?;
+        tx.commit().await?;
+        Ok(Once::Created(created))
+    }
+}
+
 /// A keyed request in progress: claim it first, complete it after the effect, in one transaction.
-pub struct Idempotent {
+struct Idempotent {
     caller: String,
     scope: String,
     key: Option<String>,
 }
 
 /// What to do after claiming.
-pub enum Begin {
+enum Begin {
     Proceed(Idempotent),
     Replay(Response),
 }
 
 impl IdempotencyKey {
-    /// Claims the key on `scope` (the route, e.g. `POST /api/v1/loans`) for this request body.
-    pub async fn begin(
-        self,
-        conn: &mut PgConnection,
-        scope: String,
-        request: &impl Serialize,
-    ) -> Result<Begin, ApiError> {
+    /// Claims the key on `scope` for this request body.
+    async fn begin(self, conn: &mut PgConnection, scope: String, request: &impl Serialize) -> Result<Begin, ApiError> {
         let IdempotencyKey { key, caller } = self;
         let Some(key) = key else {
             return Ok(Begin::Proceed(Idempotent {
@@ -124,7 +153,7 @@ fn replay(stored: Stored) -> Response {
 impl Idempotent {
     /// Stores the response for later retries (no-op without a key): its status, its `Location`
     /// header if it has one, and its body.
-    pub async fn complete(
+    async fn complete(
         self,
         conn: &mut PgConnection,
         status: StatusCode,

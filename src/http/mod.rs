@@ -10,6 +10,8 @@ mod metrics;
 mod middleware;
 pub mod openapi;
 pub mod pagination;
+pub mod read;
+pub mod resource;
 pub mod response;
 pub mod server;
 mod strict_json;

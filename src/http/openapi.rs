@@ -88,6 +88,8 @@ pub fn split(routes: OpenApiRouter<AppState>) -> (Router<AppState>, OpenApiDocum
 /// - the 400 of the extractors: a path id that is not an integer, a query string they cannot read
 ///   (`Query`), a body that is not JSON (`Json`);
 /// - 413 and 415 from the JSON body extractor;
+/// - the 422 of a list's `limit` and `cursor` ([`page_request`](super::pagination::page_request)),
+///   on every operation that takes both;
 /// - the `application/problem+json` body of every error answer, the only form `ApiError` answers.
 ///
 /// A handler that documents one of these responses itself keeps its own wording.
@@ -118,6 +120,9 @@ fn add_to_operation(operation: &mut Operation, method: &Method, path: &str) {
     if let Some(malformed) = malformed_request(operation) {
         shared.push(("400", malformed));
     }
+    if takes_a_page(operation) {
+        shared.push(("422", "Invalid limit or cursor".to_owned()));
+    }
     if operation.request_body.is_some() {
         shared.push(("413", format!("Body over {} KiB", BODY_LIMIT_BYTES / 1024)));
         shared.push(("415", "Body is not application/json".to_owned()));
@@ -144,13 +149,9 @@ fn add_to_operation(operation: &mut Operation, method: &Method, path: &str) {
 /// with an integer path id and a body. A string path parameter reads any text, a header is read
 /// by its own extractor: neither is counted.
 fn malformed_request(operation: &Operation) -> Option<String> {
-    let parameters = operation.parameters.iter().flatten().filter_map(|p| match p {
-        RefOr::T(parameter) => Some(parameter),
-        RefOr::Ref(_) => None,
-    });
     let mut parts = Vec::new();
     let mut query = false;
-    for parameter in parameters {
+    for parameter in parameters(operation) {
         match parameter.parameter_in {
             ParameterIn::Path if !is_string(parameter) => parts.push(parameter.name.as_str()),
             ParameterIn::Query => query = true,
@@ -164,6 +165,23 @@ fn malformed_request(operation: &Operation) -> Option<String> {
         parts.push("JSON");
     }
     (!parts.is_empty()).then(|| format!("Malformed {}", parts.join(" or ")))
+}
+
+/// Whether the operation reads a page: the query parameters `limit` and `cursor`.
+fn takes_a_page(operation: &Operation) -> bool {
+    let query: Vec<&str> = parameters(operation)
+        .filter(|p| p.parameter_in == ParameterIn::Query)
+        .map(|p| p.name.as_str())
+        .collect();
+    query.contains(&"limit") && query.contains(&"cursor")
+}
+
+/// The operation's own parameters (it refers to no shared ones).
+fn parameters(operation: &Operation) -> impl Iterator<Item = &Parameter> {
+    operation.parameters.iter().flatten().filter_map(|p| match p {
+        RefOr::T(parameter) => Some(parameter),
+        RefOr::Ref(_) => None,
+    })
 }
 
 fn is_string(parameter: &Parameter) -> bool {
@@ -194,4 +212,43 @@ pub fn docs_routes(document: OpenApiDocument) -> Router<AppState> {
         axum::http::header::CONTENT_SECURITY_POLICY,
         axum::http::HeaderValue::from_static("frame-ancestors 'none'"),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::document;
+
+    /// Every `$ref` in `value`, depth first.
+    fn refs<'a>(value: &'a Value, found: &mut Vec<&'a str>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(target)) = map.get("$ref") {
+                    found.push(target);
+                }
+                map.values().for_each(|v| refs(v, found));
+            }
+            Value::Array(items) => items.iter().for_each(|v| refs(v, found)),
+            _ => {}
+        }
+    }
+
+    /// A response documented by a type of our own (`Found<R>`) refers to its schema by name
+    /// without registering it: some route must register that name.
+    #[test]
+    fn every_ref_resolves_in_the_document() {
+        let document = serde_json::to_value(document()).expect("the document serialises");
+        let mut found = Vec::new();
+        refs(&document, &mut found);
+        assert!(!found.is_empty());
+        let dangling: Vec<&str> = found
+            .into_iter()
+            .filter(|target| {
+                let pointer = target.strip_prefix('#');
+                pointer.and_then(|p| document.pointer(p)).is_none()
+            })
+            .collect();
+        assert!(dangling.is_empty(), "$refs to nothing: {dangling:?}");
+    }
 }

@@ -3,10 +3,13 @@
 //! Keyset rather than offset: a page costs the same at row ten million as at row ten, and rows
 //! inserted meanwhile never shift a page.
 
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, IntoResponses, ToSchema};
+use utoipa::{IntoParams, ToSchema};
 
 use super::error::ApiError;
+use super::extract::Query;
 pub use crate::store::PageRequest;
 
 pub const DEFAULT_LIMIT: i64 = 50;
@@ -27,6 +30,21 @@ impl PageParams {
     }
 }
 
+/// The page a list without filters is asked for: its [`PageParams`], read (400 when they cannot
+/// be) and checked (422 naming the one that is off). Documented by `params(PageParams)`; the
+/// document adds the 422 (`openapi.rs`).
+#[derive(Debug, Clone, Copy)]
+pub struct PageQuery(pub PageRequest);
+
+impl<S: Send + Sync> FromRequestParts<S> for PageQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Query(params) = Query::<PageParams>::from_request_parts(parts, state).await?;
+        Ok(PageQuery(params.validate()?))
+    }
+}
+
 /// The page that `limit` and `cursor` ask for, or a 422 naming the one that is off. The list
 /// parameters with filters call it with their own `limit` and `cursor` fields (they cannot
 /// flatten [`PageParams`]: see `fines/list.rs`).
@@ -43,11 +61,6 @@ pub fn page_request(limit: Option<i64>, cursor: Option<&str>) -> Result<PageRequ
     };
     Ok(PageRequest { after, limit })
 }
-
-/// The 422 of [`page_request`], for the lists where the limit and the cursor are all it checks.
-#[derive(IntoResponses)]
-#[response(status = 422, description = "Invalid limit or cursor")]
-pub struct InvalidPage;
 
 /// One page of a list.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

@@ -44,7 +44,6 @@ impl NewBook {
 /// Adds a book copy to the catalogue.
 #[utoipa::path(
     post, path = "", tag = "books",
-    request_body = NewBook,
     responses(
         (status = 201, description = "Created", body = Book,
             headers(("Location" = String, description = "The book's URL"))),

@@ -2,7 +2,8 @@ use axum::extract::State;
 
 use super::Book;
 use crate::http::error::ApiError;
-use crate::http::extract::{Json, Path};
+use crate::http::extract::Path;
+use crate::http::resource::{Found, found};
 use crate::state::AppState;
 use crate::store;
 
@@ -10,14 +11,8 @@ use crate::store;
 #[utoipa::path(
     get, path = "/{id}", tag = "books",
     params(("id" = i64, Path, description = "Book id")),
-    responses(
-        (status = 200, description = "The book", body = Book),
-        (status = 404, description = "No such book"),
-    ),
+    responses(Found<Book>),
 )]
-pub async fn get_book(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Json<Book>, ApiError> {
-    let row = store::books::find(&state.pool, id)
-        .await?
-        .ok_or(ApiError::NotFound("book"))?;
-    Ok(Json(row))
+pub async fn get_book(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Found<Book>, ApiError> {
+    found(store::books::find(&state.pool, id).await?)
 }

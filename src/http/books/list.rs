@@ -2,8 +2,8 @@ use axum::extract::State;
 
 use super::Book;
 use crate::http::error::ApiError;
-use crate::http::extract::{Json, Query};
-use crate::http::pagination::{InvalidPage, Page, PageParams};
+use crate::http::extract::Json;
+use crate::http::pagination::{Page, PageParams, PageQuery};
 use crate::state::AppState;
 use crate::store;
 
@@ -13,14 +13,12 @@ use crate::store;
     params(PageParams),
     responses(
         (status = 200, description = "A page of books", body = Page<Book>),
-        InvalidPage,
     ),
 )]
 pub async fn list_books(
     State(state): State<AppState>,
-    Query(params): Query<PageParams>,
+    PageQuery(page): PageQuery,
 ) -> Result<Json<Page<Book>>, ApiError> {
-    let page = params.validate()?;
     let rows = store::books::list(&state.pool, page).await?;
     Ok(Json(Page::from_rows(rows, page, |b| b.id).map(Book::from)))
 }

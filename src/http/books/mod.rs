@@ -8,6 +8,7 @@ mod list;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::resource::Resource;
 use crate::state::AppState;
 pub use crate::store::books::Book;
 
@@ -15,4 +16,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create::create_book, list::list_books))
         .routes(routes!(get::get_book))
+}
+
+impl Resource for Book {
+    const NAME: &'static str = "book";
 }

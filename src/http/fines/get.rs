@@ -2,7 +2,8 @@ use axum::extract::State;
 
 use super::Fine;
 use crate::http::error::ApiError;
-use crate::http::extract::{Json, Path};
+use crate::http::extract::Path;
+use crate::http::resource::{Found, found};
 use crate::state::AppState;
 use crate::store;
 
@@ -10,14 +11,8 @@ use crate::store;
 #[utoipa::path(
     get, path = "/{id}", tag = "fines",
     params(("id" = i64, Path, description = "Fine id")),
-    responses(
-        (status = 200, description = "The fine", body = Fine),
-        (status = 404, description = "No such fine"),
-    ),
+    responses(Found<Fine>),
 )]
-pub async fn get_fine(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Json<Fine>, ApiError> {
-    let row = store::fines::find(&state.pool, id)
-        .await?
-        .ok_or(ApiError::NotFound("fine"))?;
-    Ok(Json(row))
+pub async fn get_fine(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Found<Fine>, ApiError> {
+    found(store::fines::find(&state.pool, id).await?)
 }

@@ -9,6 +9,7 @@ use crate::domain::{LoanId, MemberId};
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
 use crate::http::pagination::{Page, PageRequest, page_request};
+use crate::http::read::read;
 use crate::state::AppState;
 use crate::store;
 use crate::store::fines::FineFilter;
@@ -79,8 +80,9 @@ pub async fn list_fines(
     Query(params): Query<FineListParams>,
 ) -> Result<Json<Page<Fine>>, ApiError> {
     let (filter, page) = params.validate()?;
-    let mut connection = state.reads.acquire().await?;
-    let rows = store::fines::list(&mut *connection, filter, page).await;
-    let rows = connection.check(rows)?;
+    let rows = read(&state, async |connection| {
+        store::fines::list(connection, filter, page).await
+    })
+    .await?;
     Ok(Json(Page::from_rows(rows, page, |f| f.id).map(Fine::from)))
 }

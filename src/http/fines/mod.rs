@@ -7,6 +7,7 @@ mod void;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::resource::Resource;
 use crate::state::AppState;
 pub use crate::store::fines::{Fine, fine_status_schema};
 
@@ -15,4 +16,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(list::list_fines))
         .routes(routes!(get::get_fine))
         .routes(routes!(void::void_fine))
+}
+
+impl Resource for Fine {
+    const NAME: &'static str = "fine";
 }

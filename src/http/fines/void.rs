@@ -6,6 +6,7 @@ use super::Fine;
 use crate::domain::FineStatus;
 use crate::http::error::{ApiError, ResultExt};
 use crate::http::extract::{Json, Path};
+use crate::http::resource::{NoSuch, not_found};
 use crate::http::text_field::{Controls, text_field};
 use crate::state::AppState;
 use crate::store;
@@ -35,10 +36,9 @@ fn already_void() -> ApiError {
 #[utoipa::path(
     post, path = "/{id}/void", tag = "fines",
     params(("id" = i64, Path, description = "Fine id")),
-    request_body = VoidFine,
     responses(
         (status = 200, description = "The voided fine", body = Fine),
-        (status = 404, description = "No such fine"),
+        NoSuch<Fine>,
         (status = 409, description = "The fine is already void (code `fine_already_void`)"),
         (status = 422, description = "Invalid reason"),
     ),
@@ -52,9 +52,7 @@ pub async fn void_fine(
     let mut tx = state.pool.begin().await?;
     // Under the row lock the status cannot change before the update below: a concurrent void
     // waits here and then finds the fine VOID.
-    let current = store::fines::lock(&mut tx, id)
-        .await?
-        .ok_or(ApiError::NotFound("fine"))?;
+    let current = store::fines::lock(&mut tx, id).await?.ok_or_else(not_found::<Fine>)?;
     if !current.status.can_transition_to(FineStatus::Void) {
         return Err(already_void());
     }

@@ -1,25 +1,25 @@
 use axum::extract::State;
 
-use super::{Attempt, job_named};
+use super::{Attempt, Job, JobPath, job_named};
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path, Query};
-use crate::http::pagination::{InvalidPage, Page, PageParams};
+use crate::http::pagination::{Page, PageParams};
+use crate::http::resource::NoSuch;
 use crate::state::AppState;
 use crate::store;
 
 /// The attempt timeline, newest first: every fire every replica handled, won or not.
 #[utoipa::path(
     get, path = "/{name}/attempts", tag = "jobs",
-    params(("name" = String, Path, description = "Job name"), PageParams),
+    params(JobPath, PageParams),
     responses(
         (status = 200, description = "A page of attempts", body = Page<Attempt>),
-        (status = 404, description = "No such job"),
-        InvalidPage,
+        NoSuch<Job>,
     ),
 )]
 pub async fn list_attempts(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
     Query(params): Query<PageParams>,
 ) -> Result<Json<Page<Attempt>>, ApiError> {
     let job = job_named(&state, &name)?;

@@ -3,11 +3,12 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::job_named;
+use super::{Job, JobPath, job_named};
 use crate::audit::{self, AuditConfig, AuditError, AuditReport};
 use crate::http::dates;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
+use crate::http::resource::NoSuch;
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
@@ -29,18 +30,17 @@ pub struct AuditRequest {
 /// neither is an error. Writes nothing but the alert.
 #[utoipa::path(
     post, path = "/{name}/audits", tag = "jobs",
-    params(("name" = String, Path, description = "Job name")),
-    request_body = AuditRequest,
+    params(JobPath),
     responses(
         (status = 200, description = "The audit's report", body = AuditReport),
-        (status = 404, description = "No such job"),
+        NoSuch<Job>,
         (status = 409, description = "The month is not final yet (code `month_not_final`)"),
         (status = 422, description = "Invalid month"),
     ),
 )]
 pub async fn audit_month(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
     Json(body): Json<AuditRequest>,
 ) -> Result<Json<AuditReport>, ApiError> {
     job_named(&state, &name)?;

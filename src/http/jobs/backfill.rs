@@ -4,11 +4,12 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{RangeFields, job_named, start_manual};
+use super::{Job, JobPath, RangeFields, Unavailable, job_named, start_manual};
 use crate::domain::{FencingToken, TaskName};
 use crate::http::dates;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
+use crate::http::resource::NoSuch;
 use crate::jobs::Request;
 use crate::state::AppState;
 
@@ -41,19 +42,18 @@ pub struct BackfillStarted {
 /// Settles a range of business dates, oldest first, each with its own execution record.
 #[utoipa::path(
     post, path = "/{name}/backfill", tag = "jobs",
-    params(("name" = String, Path, description = "Job name")),
-    request_body = BackfillRequest,
+    params(JobPath),
     responses(
         (status = 202, description = "Started", body = BackfillStarted),
-        (status = 404, description = "No such job"),
+        NoSuch<Job>,
         (status = 409, description = "The lock is held, the job is running here, or every date is settled"),
         (status = 422, description = "Invalid range, or one that begins before the job's start date"),
-        (status = 503, description = "The lock store is unavailable or the service is stopping"),
+        Unavailable,
     ),
 )]
 pub async fn backfill_job(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
     Json(body): Json<BackfillRequest>,
 ) -> Result<(StatusCode, Json<BackfillStarted>), ApiError> {
     let job = job_named(&state, &name)?;

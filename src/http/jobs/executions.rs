@@ -1,25 +1,25 @@
 use axum::extract::State;
 
-use super::{Execution, job_named};
+use super::{Execution, Job, JobPath, job_named};
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path, Query};
-use crate::http::pagination::{InvalidPage, Page, PageParams};
+use crate::http::pagination::{Page, PageParams};
+use crate::http::resource::NoSuch;
 use crate::state::AppState;
 use crate::store;
 
 /// The job's execution records, newest first: one per business date per run.
 #[utoipa::path(
     get, path = "/{name}/executions", tag = "jobs",
-    params(("name" = String, Path, description = "Job name"), PageParams),
+    params(JobPath, PageParams),
     responses(
         (status = 200, description = "A page of executions", body = Page<Execution>),
-        (status = 404, description = "No such job"),
-        InvalidPage,
+        NoSuch<Job>,
     ),
 )]
 pub async fn list_executions(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
     Query(params): Query<PageParams>,
 ) -> Result<Json<Page<Execution>>, ApiError> {
     let job = job_named(&state, &name)?;

@@ -3,7 +3,8 @@ use chrono::SecondsFormat;
 
 use super::{Fire, Job, job_named};
 use crate::http::error::ApiError;
-use crate::http::extract::{Json, Path};
+use crate::http::extract::Path;
+use crate::http::resource::Found;
 use crate::jobs::SettleJob;
 use crate::schedule::settle_target;
 use crate::state::AppState;
@@ -16,14 +17,11 @@ const NEXT_FIRES: usize = 5;
 #[utoipa::path(
     get, path = "/{name}", tag = "jobs",
     params(("name" = String, Path, description = "Job name, e.g. settle-fines")),
-    responses(
-        (status = 200, description = "The job", body = Job),
-        (status = 404, description = "No such job"),
-    ),
+    responses(Found<Job>),
 )]
-pub async fn get_job(State(state): State<AppState>, Path(name): Path<String>) -> Result<Json<Job>, ApiError> {
+pub async fn get_job(State(state): State<AppState>, Path(name): Path<String>) -> Result<Found<Job>, ApiError> {
     let job = job_named(&state, &name)?;
-    Ok(Json(describe(&state, job).await?))
+    Ok(Found(describe(&state, job).await?))
 }
 
 pub(super) async fn describe(state: &AppState, job: &SettleJob) -> Result<Job, ApiError> {
@@ -48,7 +46,7 @@ pub(super) async fn describe(state: &AppState, job: &SettleJob) -> Result<Job, A
     Ok(Job {
         name: job.task_name().clone(),
         cron: schedule.expr().to_owned(),
-        time_zone: tz.name().to_owned(),
+        time_zone: tz.name(),
         next_fires,
         last_success_date,
         last_execution,

@@ -10,13 +10,14 @@ mod list;
 mod run;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, IntoResponses, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::error::ApiError;
 use super::locks::Lock;
+use super::resource::{Resource, not_found};
 use crate::domain::{RangeError, TaskName};
 use crate::jobs::{Activity, Refused, Request, SettleJob, Started};
 use crate::settlement::Trigger;
@@ -36,12 +37,22 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(audit::audit_month))
 }
 
+/// The `{name}` of a job's records and actions (`/{name}/…`), read and documented. It does not
+/// look the job up: [`job_named`] does, in the handler, so that a bad query or body is answered
+/// before the 404 of another name, as on every route.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct JobPath {
+    /// Job name
+    name: String,
+}
+
 /// The one job this service runs, by name; 404 for any other name.
 fn job_named<'a>(state: &'a AppState, name: &str) -> Result<&'a SettleJob, ApiError> {
     if name == state.job.task_name().as_str() {
         Ok(&state.job)
     } else {
-        Err(ApiError::NotFound("job"))
+        Err(not_found::<Job>())
     }
 }
 
@@ -52,7 +63,7 @@ pub struct Job {
     pub name: TaskName,
     /// Six fields, seconds first, evaluated in `time_zone`.
     pub cron: String,
-    pub time_zone: String,
+    pub time_zone: &'static str,
     /// The next fire instants, in UTC and in the business zone.
     pub next_fires: Vec<Fire>,
     /// The latest business date settled (SUCCESS).
@@ -63,6 +74,10 @@ pub struct Job {
     pub lock_at_most_for_seconds: u64,
     pub lock_at_least_for_seconds: u64,
     pub backfill_max_days: u32,
+}
+
+impl Resource for Job {
+    const NAME: &'static str = "job";
 }
 
 /// One fire instant, twice.
@@ -106,6 +121,14 @@ fn refused(refused: Refused, fields: RangeFields) -> ApiError {
         Refused::Unavailable(_) | Refused::ShuttingDown => ApiError::Unavailable(refused.to_string()),
     }
 }
+
+/// The 503 of a manual run or backfill ([`refused`]).
+#[derive(IntoResponses)]
+#[response(
+    status = 503,
+    description = "The lock store is unavailable or the service is stopping"
+)]
+struct Unavailable;
 
 /// Starts an operator's run of `from..=to` (trigger `manual`), fired at the database's clock: a
 /// manual run is checked and timed by it, like every other fire.

@@ -4,10 +4,11 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Execution, RangeFields, job_named, start_manual};
+use super::{Execution, Job, JobPath, RangeFields, Unavailable, job_named, start_manual};
 use crate::http::dates;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
+use crate::http::resource::NoSuch;
 use crate::jobs::Request;
 use crate::state::AppState;
 use crate::store;
@@ -29,19 +30,18 @@ pub struct RunRequest {
 /// would finalise months whose earlier days were never accrued.
 #[utoipa::path(
     post, path = "/{name}/runs", tag = "jobs",
-    params(("name" = String, Path, description = "Job name")),
-    request_body = RunRequest,
+    params(JobPath),
     responses(
         (status = 202, description = "Started", body = Execution),
-        (status = 404, description = "No such job"),
+        NoSuch<Job>,
         (status = 409, description = "The lock is held, the job is running here, or the date is already settled"),
         (status = 422, description = "Invalid date, or a date before the job's start date"),
-        (status = 503, description = "The lock store is unavailable or the service is stopping"),
+        Unavailable,
     ),
 )]
 pub async fn run_job(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
     Json(body): Json<RunRequest>,
 ) -> Result<(StatusCode, Json<Execution>), ApiError> {
     let job = job_named(&state, &name)?;

@@ -1,8 +1,8 @@
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
 use utoipa::ToSchema;
 
 use super::Loan;
@@ -10,7 +10,7 @@ use crate::domain::MemberId;
 use crate::http::dates;
 use crate::http::error::{ApiError, FieldError, ResultExt};
 use crate::http::extract::Json;
-use crate::http::idempotency::{Begin, IdempotencyKey};
+use crate::http::idempotency::{IdempotencyKey, Once};
 use crate::http::response::Created;
 use crate::state::AppState;
 use crate::store;
@@ -71,7 +71,6 @@ impl NewLoan {
 /// 422 naming `member_id` or `book_id`: the body is at fault, not the URL.
 #[utoipa::path(
     post, path = "", tag = "loans",
-    request_body = NewLoan,
     params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
         description = "Makes retries safe: 1 to 255 visible ASCII characters, unique per request")),
     responses(
@@ -86,28 +85,26 @@ pub async fn create_loan(
     key: IdempotencyKey,
     Json(body): Json<NewLoan>,
 ) -> Result<Response, ApiError> {
-    // The key's claim, the loan and the stored response commit together or not at all.
-    let mut tx = state.pool.begin().await?;
-    let pending = match key.begin(&mut tx, IDEMPOTENCY_SCOPE.to_owned(), &body).await? {
-        Begin::Proceed(pending) => pending,
-        Begin::Replay(response) => return Ok(response),
+    let lend = async |tx: &mut PgConnection| {
+        let today = store::clock::business_today(&mut *tx, state.settings.business_tz).await?;
+        let terms = body.terms(today, state.settings.daily_fine_cents)?;
+        let row = store::loans::insert(tx, &terms)
+            .await
+            .on_constraint("loan_one_open_per_book", || {
+                ApiError::conflict("book_already_lent", "this book is on an open loan; return it first")
+            })
+            .on_constraint("loan_member_id_fkey", || {
+                ApiError::invalid("member_id", "no such member")
+            })
+            .on_constraint("loan_book_id_fkey", || ApiError::invalid("book_id", "no such book"))?;
+        let loan = Loan::new(row, today);
+        Ok(Created::new(loan.location(), loan))
     };
-    let today = store::clock::business_today(&mut *tx, state.settings.business_tz).await?;
-    let terms = body.terms(today, state.settings.daily_fine_cents)?;
-    let row = store::loans::insert(&mut *tx, &terms)
-        .await
-        .on_constraint("loan_one_open_per_book", || {
-            ApiError::conflict("book_already_lent", "this book is on an open loan; return it first")
-        })
-        .on_constraint("loan_member_id_fkey", || {
-            ApiError::invalid("member_id", "no such member")
-        })
-        .on_constraint("loan_book_id_fkey", || ApiError::invalid("book_id", "no such book"))?;
-    let loan = Loan::new(row, today);
-    pending
-        .complete(&mut tx, StatusCode::CREATED, Some(&loan.location()), &loan)
-        .await?;
-    tx.commit().await?;
+    let created = match key.create_once(&state.pool, IDEMPOTENCY_SCOPE, &body, lend).await? {
+        Once::Created(created) => created,
+        Once::Replayed(response) => return Ok(response),
+    };
+    let loan = &created.body;
     tracing::info!(
         loan.id = loan.id.0,
         member.id = loan.member_id.0,
@@ -117,5 +114,5 @@ pub async fn create_loan(
     // After the commit, so a rolled-back loan gets no reminder; never fails the request.
     let (redis, tz) = (state.redis.as_ref(), state.settings.business_tz);
     crate::reminders::loan_created(&state.pool, redis, tz, loan.id, loan.due_on).await;
-    Ok(Created::new(loan.location(), loan).into_response())
+    Ok(created.into_response())
 }

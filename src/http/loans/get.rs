@@ -3,7 +3,8 @@ use axum::extract::State;
 use super::Loan;
 use crate::domain::LoanId;
 use crate::http::error::ApiError;
-use crate::http::extract::{Json, Path};
+use crate::http::extract::Path;
+use crate::http::resource::{Found, not_found};
 use crate::state::AppState;
 use crate::store;
 
@@ -11,15 +12,12 @@ use crate::store;
 #[utoipa::path(
     get, path = "/{id}", tag = "loans",
     params(("id" = i64, Path, description = "Loan id")),
-    responses(
-        (status = 200, description = "The loan", body = Loan),
-        (status = 404, description = "No such loan"),
-    ),
+    responses(Found<Loan>),
 )]
-pub async fn get_loan(State(state): State<AppState>, Path(id): Path<LoanId>) -> Result<Json<Loan>, ApiError> {
+pub async fn get_loan(State(state): State<AppState>, Path(id): Path<LoanId>) -> Result<Found<Loan>, ApiError> {
     let row = store::loans::find(&state.pool, id)
         .await?
-        .ok_or(ApiError::NotFound("loan"))?;
+        .ok_or_else(not_found::<Loan>)?;
     let today = store::clock::business_today(&state.pool, state.settings.business_tz).await?;
-    Ok(Json(Loan::new(row, today)))
+    Ok(Found(Loan::new(row, today)))
 }

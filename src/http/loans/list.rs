@@ -6,7 +6,8 @@ use super::{Loan, LoanStatus};
 use crate::domain::MemberId;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Query};
-use crate::http::pagination::{InvalidPage, Page, page_request};
+use crate::http::pagination::{Page, page_request};
+use crate::http::read::read;
 use crate::state::AppState;
 use crate::store;
 use crate::store::loans::LoanFilter;
@@ -35,7 +36,6 @@ pub struct LoanListParams {
     responses(
         (status = 200, description = "A page of loans", body = Page<Loan>),
         (status = 400, description = "Malformed query, such as an unknown status"),
-        InvalidPage,
     ),
 )]
 pub async fn list_loans(
@@ -43,16 +43,16 @@ pub async fn list_loans(
     Query(params): Query<LoanListParams>,
 ) -> Result<Json<Page<Loan>>, ApiError> {
     let page = page_request(params.limit, params.cursor.as_deref())?;
-    let mut connection = state.reads.acquire().await?;
-    let today = store::clock::business_today(&mut *connection, state.settings.business_tz).await;
-    let today = connection.check(today)?;
-    let filter = LoanFilter {
-        member_id: params.member_id,
-        status: params.status,
-        today,
-    };
-    let rows = store::loans::list(&mut *connection, filter, page).await;
-    let rows = connection.check(rows)?;
+    let (today, rows) = read(&state, async |connection| {
+        let today = store::clock::business_today(&mut *connection, state.settings.business_tz).await?;
+        let filter = LoanFilter {
+            member_id: params.member_id,
+            status: params.status,
+            today,
+        };
+        Ok((today, store::loans::list(connection, filter, page).await?))
+    })
+    .await?;
     Ok(Json(
         Page::from_rows(rows, page, |l| l.id.0).map(|row| Loan::new(row, today)),
     ))

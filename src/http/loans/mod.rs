@@ -66,3 +66,7 @@ impl Loan {
         format!("/api/v1/loans/{}", self.id)
     }
 }
+
+impl super::resource::Resource for Loan {
+    const NAME: &'static str = "loan";
+}

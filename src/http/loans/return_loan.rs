@@ -12,6 +12,7 @@ use crate::domain::business_date;
 use crate::http::dates;
 use crate::http::error::{ApiError, ResultExt};
 use crate::http::extract::{Json, Path};
+use crate::http::resource::{NoSuch, not_found};
 use crate::state::AppState;
 use crate::store;
 
@@ -34,7 +35,7 @@ pub struct ReturnLoan {
     request_body(content = Option<ReturnLoan>, description = "Optional: an empty body returns the book now"),
     responses(
         (status = 200, description = "Returned", body = Loan),
-        (status = 404, description = "No such loan"),
+        NoSuch<Loan>,
         (status = 409, description = "The loan was returned already (`loan_already_returned`)"),
         (status = 422, description = "returned_at is invalid, in the future or before borrowed_on"),
     ),
@@ -75,7 +76,7 @@ pub async fn return_loan(
         }
         // Nothing open to return: say why.
         None => match store::loans::find(&state.pool, id).await? {
-            None => Err(ApiError::NotFound("loan")),
+            None => Err(not_found::<Loan>()),
             Some(_) => Err(ApiError::conflict(
                 "loan_already_returned",
                 "this loan was returned already",

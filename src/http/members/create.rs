@@ -41,7 +41,6 @@ impl NewMember {
 /// Registers a member.
 #[utoipa::path(
     post, path = "", tag = "members",
-    request_body = NewMember,
     responses(
         (status = 201, description = "Created", body = Member),
         (status = 409, description = "A member with this e-mail exists"),

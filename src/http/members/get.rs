@@ -3,7 +3,9 @@ use axum::extract::State;
 use super::Member;
 use crate::domain::MemberId;
 use crate::http::error::ApiError;
-use crate::http::extract::{Json, Path};
+use crate::http::extract::Path;
+use crate::http::read::read;
+use crate::http::resource::{Found, found};
 use crate::state::AppState;
 use crate::store;
 
@@ -11,14 +13,8 @@ use crate::store;
 #[utoipa::path(
     get, path = "/{id}", tag = "members",
     params(("id" = i64, Path, description = "Member id")),
-    responses(
-        (status = 200, description = "The member", body = Member),
-        (status = 404, description = "No such member"),
-    ),
+    responses(Found<Member>),
 )]
-pub async fn get_member(State(state): State<AppState>, Path(id): Path<MemberId>) -> Result<Json<Member>, ApiError> {
-    let mut connection = state.reads.acquire().await?;
-    let found = store::members::find(&mut *connection, id).await;
-    let row = connection.check(found)?.ok_or(ApiError::NotFound("member"))?;
-    Ok(Json(row))
+pub async fn get_member(State(state): State<AppState>, Path(id): Path<MemberId>) -> Result<Found<Member>, ApiError> {
+    found(read(&state, async |connection| store::members::find(connection, id).await).await?)
 }

@@ -1,9 +1,12 @@
 use axum::extract::State;
 
+use super::Member;
 use crate::domain::MemberId;
 use crate::http::error::ApiError;
-use crate::http::extract::{Json, Path, Query};
-use crate::http::pagination::{InvalidPage, Page, PageParams};
+use crate::http::extract::{Json, Path};
+use crate::http::pagination::{Page, PageParams, PageQuery};
+use crate::http::read::read;
+use crate::http::resource::{NoSuch, not_found};
 use crate::state::AppState;
 use crate::store;
 pub use crate::store::ledger::LedgerEntry;
@@ -14,18 +17,18 @@ pub use crate::store::ledger::LedgerEntry;
     params(("id" = i64, Path, description = "Member id"), PageParams),
     responses(
         (status = 200, description = "A page of ledger entries", body = Page<LedgerEntry>),
-        (status = 404, description = "No such member"),
-        InvalidPage,
+        NoSuch<Member>,
     ),
 )]
 pub async fn member_ledger(
     State(state): State<AppState>,
     Path(member_id): Path<MemberId>,
-    Query(params): Query<PageParams>,
+    PageQuery(page): PageQuery,
 ) -> Result<Json<Page<LedgerEntry>>, ApiError> {
-    let page = params.validate()?;
-    let mut connection = state.reads.acquire().await?;
-    let rows = store::ledger::page_of_member(&mut *connection, member_id, page).await;
-    let rows = connection.check(rows)?.ok_or(ApiError::NotFound("member"))?;
+    let rows = read(&state, async |connection| {
+        store::ledger::page_of_member(connection, member_id, page).await
+    })
+    .await?
+    .ok_or_else(not_found::<Member>)?;
     Ok(Json(Page::from_rows(rows, page, |e| e.id).map(LedgerEntry::from)))
 }

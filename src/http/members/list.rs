@@ -2,8 +2,8 @@ use axum::extract::State;
 
 use super::Member;
 use crate::http::error::ApiError;
-use crate::http::extract::{Json, Query};
-use crate::http::pagination::{InvalidPage, Page, PageParams};
+use crate::http::extract::Json;
+use crate::http::pagination::{Page, PageParams, PageQuery};
 use crate::state::AppState;
 use crate::store;
 
@@ -13,14 +13,12 @@ use crate::store;
     params(PageParams),
     responses(
         (status = 200, description = "A page of members", body = Page<Member>),
-        InvalidPage,
     ),
 )]
 pub async fn list_members(
     State(state): State<AppState>,
-    Query(params): Query<PageParams>,
+    PageQuery(page): PageQuery,
 ) -> Result<Json<Page<Member>>, ApiError> {
-    let page = params.validate()?;
     let rows = store::members::list(&state.pool, page).await?;
     Ok(Json(Page::from_rows(rows, page, |m| m.id.0).map(Member::from)))
 }

@@ -11,6 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::error::ApiError;
+use super::resource::{Resource, not_found};
 use crate::domain::MemberId;
 use crate::state::AppState;
 use crate::store;
@@ -31,6 +32,10 @@ async fn require_member(state: &AppState, member_id: MemberId) -> Result<(), Api
     if store::members::exists(&state.pool, member_id).await? {
         Ok(())
     } else {
-        Err(ApiError::NotFound("member"))
+        Err(not_found::<Member>())
     }
+}
+
+impl Resource for Member {
+    const NAME: &'static str = "member";
 }

@@ -1,14 +1,17 @@
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
 use utoipa::ToSchema;
 
+use super::Member;
 use super::ledger::LedgerEntry;
 use crate::domain::MemberId;
 use crate::http::error::ApiError;
 use crate::http::extract::{Json, Path};
-use crate::http::idempotency::{Begin, IdempotencyKey};
+use crate::http::idempotency::{IdempotencyKey, Once};
+use crate::http::resource::{NoSuch, not_found};
+use crate::http::response::Created;
 use crate::state::AppState;
 use crate::store;
 
@@ -61,10 +64,9 @@ pub struct Payment {
         ("id" = i64, Path, description = "Member id"),
         ("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters; makes retries safe"),
     ),
-    request_body = NewPayment,
     responses(
         (status = 201, description = "The payment entry and the new balance", body = Payment),
-        (status = 404, description = "No such member"),
+        NoSuch<Member>,
         (status = 422, description = "Invalid amount, or an Idempotency-Key reused with another body"),
     ),
 )]
@@ -75,26 +77,24 @@ pub async fn create_payment(
     Json(body): Json<NewPayment>,
 ) -> Result<Response, ApiError> {
     let amount_cents = body.validate()?;
-    // Key, payment and stored response commit together: a retry sees all of them or none.
-    let mut tx = state.pool.begin().await?;
     let scope = format!("POST /api/v1/members/{member_id}/payments");
-    let keyed = match idempotency_key.begin(&mut tx, scope, &body).await? {
-        Begin::Replay(response) => return Ok(response),
-        Begin::Proceed(keyed) => keyed,
+    let pay = async |tx: &mut PgConnection| {
+        if !store::ledger::lock_account(tx, member_id).await? {
+            return Err(not_found::<Member>());
+        }
+        let entry = store::ledger::insert_payment(tx, member_id, amount_cents).await?;
+        let balance_cents = store::ledger::balance(&mut *tx, member_id).await?;
+        Ok(Created::without_location(Payment { entry, balance_cents }))
     };
-    if !store::ledger::lock_account(&mut tx, member_id).await? {
-        return Err(ApiError::NotFound("member"));
-    }
-    let entry = store::ledger::insert_payment(&mut tx, member_id, amount_cents).await?;
-    let balance_cents = store::ledger::balance(&mut *tx, member_id).await?;
-    let payment = Payment { entry, balance_cents };
-    keyed.complete(&mut tx, StatusCode::CREATED, None, &payment).await?;
-    tx.commit().await?;
+    let payment = match idempotency_key.create_once(&state.pool, scope, &body, pay).await? {
+        Once::Created(payment) => payment,
+        Once::Replayed(response) => return Ok(response),
+    };
     tracing::info!(
         member.id = member_id.0,
-        ledger_entry.id = payment.entry.id,
+        ledger_entry.id = payment.body.entry.id,
         amount_cents,
         "payment recorded"
     );
-    Ok((StatusCode::CREATED, Json(payment)).into_response())
+    Ok(payment.into_response())
 }
