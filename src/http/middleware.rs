@@ -10,10 +10,11 @@ use std::any::Any;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tracing::Span;
+use uuid::Uuid;
 
 use super::error::{ApiError, Problem, problem_response};
 use super::metrics;
@@ -101,22 +102,56 @@ fn oversized_head(request: &Request) -> Option<StatusCode> {
 /// The longest request id a client may choose.
 pub const MAX_REQUEST_ID_BYTES: usize = 64;
 
-/// The first layer a request meets, two jobs in one `from_fn` layer (each such layer boxes and
-/// clones the whole stack inside it on every request, load/results/reads.md): it drops an
-/// invalid `x-request-id` ([`drop_invalid_request_id`]) before the id layer inside it reads the
-/// header, and records the request's metrics ([`metrics::record`]), outermost so that they count
-/// what every inner layer answers itself.
-pub async fn request_id_and_metrics(mut request: Request, next: Next) -> Response {
-    drop_invalid_request_id(request.headers_mut());
-    metrics::record(request, next).await
+/// The request id's header: a client's own, or one generated here.
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// On every response, a panic's included. Responses name members and their e-mails: no cache may
+/// keep them, no browser may guess another type, no page may frame them.
+const EVERY_RESPONSE: [(HeaderName, HeaderValue); 3] = [
+    (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
+    (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+    (header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")),
+];
+
+/// The first layer a request meets and the last its response leaves, all in one `from_fn`
+/// layer: every layer is polled, and each `from_fn` layer boxes a clone of the stack inside it,
+/// on every request (load/results/reads.md), and these jobs need nothing from the layers between.
+/// - The request id: a client's valid `x-request-id` ([`drop_invalid_request_id`]) or a fresh
+///   UUID, set before anything logs (the request span inside reads it) and echoed on the
+///   response unless a layer inside answered one.
+/// - The request's metrics ([`metrics::record`]), outermost so that they count what every inner
+///   layer answers itself.
+/// - The headers of [`EVERY_RESPONSE`], where a handler did not set its own.
+pub async fn request_id_metrics_and_headers(mut request: Request, next: Next) -> Response {
+    let request_id = request_id(request.headers_mut());
+    let mut response = metrics::record(request, next).await;
+    let headers = response.headers_mut();
+    headers.entry(REQUEST_ID).or_insert(request_id);
+    for (name, value) in EVERY_RESPONSE {
+        headers.entry(name).or_insert(value);
+    }
+    response
+}
+
+/// The request's id, after setting a fresh one where the client sent none or an invalid one.
+fn request_id(headers: &mut HeaderMap) -> HeaderValue {
+    drop_invalid_request_id(headers);
+    if let Some(id) = headers.get(REQUEST_ID) {
+        return id.clone();
+    }
+    let mut buffer = Uuid::encode_buffer();
+    let fresh = Uuid::new_v4().hyphenated().encode_lower(&mut buffer);
+    let id = HeaderValue::from_str(fresh).expect("a UUID is a valid header value");
+    headers.insert(REQUEST_ID, id.clone());
+    id
 }
 
 /// Keeps the client's `x-request-id` only when it is one header of 1 to 64 characters from
-/// `A-Z a-z 0-9 . _ : -`; otherwise the id layer generates a fresh one. The id is echoed and put
+/// `A-Z a-z 0-9 . _ : -`; otherwise [`request_id`] generates a fresh one. The id is echoed and put
 /// on every log line of the request: a client must not be able to make those lines arbitrarily
 /// long or put anything else in them.
 fn drop_invalid_request_id(headers: &mut HeaderMap) {
-    let mut values = headers.get_all("x-request-id").iter();
+    let mut values = headers.get_all(REQUEST_ID).iter();
     let valid = match (values.next(), values.next()) {
         (None, _) => true,
         (Some(value), None) => is_valid_request_id(value),

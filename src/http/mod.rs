@@ -30,10 +30,8 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
@@ -42,8 +40,6 @@ use crate::state::AppState;
 
 /// Request bodies above this are answered 413 (CONTRACT §5).
 pub const BODY_LIMIT_BYTES: usize = 64 * 1024;
-
-const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Every documented route, with its OpenAPI description. The API document is built from this,
 /// so it cannot drift from the routes.
@@ -80,24 +76,8 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         ))
         .layer(axum::middleware::from_fn(middleware::head_limits_and_problems))
         .layer(CatchPanicLayer::custom(middleware::panic_to_problem))
-        // On every response, a panic's included. Responses name members and their e-mails: no
-        // cache may keep them, no browser may guess another type, no page may frame them.
-        .layer(SetResponseHeaderLayer::if_not_present(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        ))
-        .layer(SetResponseHeaderLayer::if_not_present(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("no-store"),
-        ))
-        .layer(SetResponseHeaderLayer::if_not_present(
-            header::X_FRAME_OPTIONS,
-            HeaderValue::from_static("DENY"),
-        ))
         .layer(TraceLayer::new_for_http().make_span_with(middleware::request_span))
-        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
-        // The request id is set before anything logs, so every log line of the request has it.
-        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
-        // The metrics, outermost, and the check of the client's request id, before the id layer.
-        .layer(axum::middleware::from_fn(middleware::request_id_and_metrics))
+        // The request id (set before anything logs, so every log line of the request has it),
+        // the metrics, outermost, and the headers of every response.
+        .layer(axum::middleware::from_fn(middleware::request_id_metrics_and_headers))
 }
