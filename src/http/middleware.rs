@@ -180,7 +180,9 @@ pub fn panic_to_problem(panic: Box<dyn Any + Send + 'static>) -> Response<Body> 
     ApiError::Internal(anyhow::anyhow!("handler panicked: {message}")).into_response()
 }
 
-/// One span per request, carrying the request id so every log line of the request has it.
+/// One span per request, carrying the request id so every log line of the request has it. The
+/// fields are recorded as strings, not through `Display`: the log layer formats them when the span
+/// opens, on every request.
 pub fn request_span(request: &Request) -> Span {
     let request_id = request
         .headers()
@@ -189,9 +191,9 @@ pub fn request_span(request: &Request) -> Span {
         .unwrap_or_default();
     tracing::info_span!(
         "http.request",
-        http.method = %request.method(),
-        http.path = %request.uri().path(),
-        request.id = %request_id,
+        http.method = request.method().as_str(),
+        http.path = request.uri().path(),
+        request.id = request_id,
     )
 }
 
