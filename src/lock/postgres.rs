@@ -38,6 +38,7 @@ use crate::domain::{FencingToken, OwnerToken, TaskName};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use sqlx::postgres::types::PgInterval;
+use tokio::time::Instant;
 
 /// `sqlx::$query!` of `$update`, a statement on `mine`: the row of `$lease` (task, owner and
 /// fencing token as `$1` to `$3`), locked first, with `$duration` as `$4`. Renewal and release
@@ -63,7 +64,6 @@ macro_rules! update_own_row {
         )
     };
 }
-use tokio::time::Instant;
 
 /// How long an acquisition waits for the lock row when another transaction has it locked.
 ///
