@@ -24,9 +24,11 @@
 //!   the `set` of the `do update` are evaluated after. `excluded.*` are not: they were computed
 //!   from the inserted row before the wait, so the takeover reads the clock in its `set`;
 //! - in a plain `update`, the new row's values are computed *before* waiting for a row locked by
-//!   another transaction, and only recomputed when that transaction changed the row. So renewal
-//!   and release lock the row in a CTE (`for no key update`, which the fence lets through) and
-//!   read the clock in the update that joins it.
+//!   another transaction, and only recomputed when that transaction changed the row. So the
+//!   renewal, which lengthens the lease, locks the row in a CTE (`for no key update`, which the
+//!   fence lets through) and reads the clock in the update that joins it. The release is a plain
+//!   update: it only shortens the lease, and a clock read before the wait frees the lock at the
+//!   same moment as one read after it, the release's commit.
 //!
 //! The Redis backend's statements live here too ([`TokenRecord`]): it holds its lease in Redis but
 //! publishes its fencing token to the same `task_lock` row, which the fence checks.
@@ -39,31 +41,6 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use sqlx::postgres::types::PgInterval;
 use tokio::time::Instant;
-
-/// `sqlx::$query!` of `$update`, a statement on `mine`: the row of `$lease` (task, owner and
-/// fencing token as `$1` to `$3`), locked first, with `$duration` as `$4`. Renewal and release
-/// both change their own row this way: locking it in a CTE (`for no key update`, which waits for
-/// writers of the row but not for the holder's own fence) makes the update read the clock after
-/// the row lock was obtained (see "Which clock reading" above).
-macro_rules! update_own_row {
-    ($query:ident, $update:literal, $lease:expr, $duration:expr) => {
-        sqlx::$query!(
-            r#"
-            with mine as materialized (
-                select task_name, locked_at, locked_until
-                from task_lock
-                where task_name = $1 and owner_token = $2 and fencing_token = $3
-                for no key update
-            )
-            "#
-                + $update,
-            $lease.task_name.as_str(),
-            $lease.owner_token.0,
-            $lease.fencing_token.0,
-            interval($duration)
-        )
-    };
-}
 
 /// How long an acquisition waits for the lock row when another transaction has it locked.
 ///
@@ -188,10 +165,19 @@ impl PgLock {
 
     /// [`super::JobLock::renew`]: locks the row first, so the new lease counts from the moment the
     /// lock was ours, however long the statement waited for it.
+    ///
+    /// The row is locked in a CTE (`for no key update`, which waits for writers of the row but
+    /// not for the holder's own fence), so that the update joining it reads the clock after the
+    /// row lock was obtained (see "Which clock reading" above).
     pub async fn renew(&self, lease: &Lease, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
-        let locked_until = update_own_row!(
-            query_scalar,
+        let locked_until = sqlx::query_scalar!(
             r#"
+            with mine as materialized (
+                select task_name, locked_until
+                from task_lock
+                where task_name = $1 and owner_token = $2 and fencing_token = $3
+                for no key update
+            )
             update task_lock
             -- read after the row lock was obtained (a plain update reads it before waiting)
             set locked_until = clock_timestamp() + $4
@@ -201,8 +187,10 @@ impl PgLock {
             where task_lock.task_name = mine.task_name and mine.locked_until > clock_timestamp()
             returning task_lock.locked_until
             "#,
-            lease,
-            at_most_for
+            lease.task_name.as_str(),
+            lease.owner_token.0,
+            lease.fencing_token.0,
+            interval(at_most_for)
         )
         .fetch_optional(&self.pool)
         .await?;
@@ -212,19 +200,26 @@ impl PgLock {
         }))
     }
 
-    /// [`super::JobLock::release`], on the clock as read once the row lock was obtained.
+    /// [`super::JobLock::release`]: a plain update of the row, if it is still this acquisition's.
+    ///
+    /// Unlike the renewal it need not lock the row first (see "Which clock reading" above): the
+    /// release only ever shortens the lease, to `at_least_for` after it was taken or else to the
+    /// clock, and a clock read before a wait for the row is no later than the commit that ends
+    /// that wait. Either reading frees the lock at the same moment, its commit, unless
+    /// `at_least_for` keeps it longer, which does not read the clock at all. A takeover while it
+    /// waited changed the tokens: the row no longer matches and nothing is released.
     pub async fn release(&self, lease: &Lease, at_least_for: Duration) -> Result<bool, LockError> {
-        let released = update_own_row!(
-            query,
+        let released = sqlx::query!(
             r#"
             update task_lock
             -- keep the lock until at_least_for after it was taken, but never lengthen it
-            set locked_until = least(mine.locked_until, greatest(clock_timestamp(), mine.locked_at + $4))
-            from mine
-            where task_lock.task_name = mine.task_name
+            set locked_until = least(locked_until, greatest(clock_timestamp(), locked_at + $4))
+            where task_name = $1 and owner_token = $2 and fencing_token = $3
             "#,
-            lease,
-            at_least_for
+            lease.task_name.as_str(),
+            lease.owner_token.0,
+            lease.fencing_token.0,
+            interval(at_least_for)
         )
         .execute(&self.pool)
         .await?;

@@ -131,3 +131,62 @@ async fn a_lease_that_ran_out_while_its_renewal_waited_is_lost() {
     assert_eq!(renew_behind_a_row_writer(&fx, &lease, FENCED_FOR).await, None);
     assert_eq!(fx.stored(&TASK).await, row, "an expired lease is not brought back");
 }
+
+/// The release is a plain update (no CTE locking the row first): one that waited for a writer
+/// of the row still frees the lock when it commits, since the clock it read before the wait is
+/// earlier than that commit.
+#[tokio::test]
+async fn a_release_that_waited_for_the_row_frees_the_lock_at_its_commit() {
+    let fx = Fixture::new(Backend::Postgres).await;
+    let lease = acquire(&fx.lock, &spec(TASK, "replica-a")).await;
+    let mut writer = fx.pool().begin().await.unwrap();
+    sqlx::query("select 1 from task_lock where task_name = $1 for no key update")
+        .bind(TASK)
+        .execute(&mut *writer)
+        .await
+        .unwrap();
+    let lock = fx.lock.clone();
+    let waiting = lease.clone();
+    let release = tokio::spawn(async move { lock.release(&waiting, Duration::ZERO).await });
+    wait_for_a_lock_waiter(fx.pool()).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    writer.commit().await.unwrap();
+
+    assert!(release.await.unwrap().unwrap(), "the lease was still ours");
+    let left = fx.remaining(&TASK).await;
+    assert!(left <= chrono::Duration::zero(), "{left} left after the release");
+    let next = acquire(&fx.lock, &spec(TASK, "replica-b")).await;
+    assert_eq!(next.fencing_token, FencingToken(lease.fencing_token.0 + 1));
+}
+
+/// A takeover that commits while the old holder's release waits for the row changes the tokens:
+/// the release re-checks the new row, finds it is not its own, and changes nothing.
+#[tokio::test]
+async fn a_release_that_waited_behind_a_takeover_releases_nothing() {
+    let fx = Fixture::new(Backend::Postgres).await;
+    let lease = acquire(&fx.lock, &spec(TASK, "replica-a")).await;
+    fx.expire(&TASK).await;
+    // a takeover in flight, as the acquisition's `on conflict do update` writes it
+    let mut takeover = fx.pool().begin().await.unwrap();
+    sqlx::query(
+        "update task_lock
+         set locked_by = 'replica-b', owner_token = gen_random_uuid(), fencing_token = fencing_token + 1,
+             locked_at = clock_timestamp(), locked_until = clock_timestamp() + interval '1 hour'
+         where task_name = $1",
+    )
+    .bind(TASK)
+    .execute(&mut *takeover)
+    .await
+    .unwrap();
+    let lock = fx.lock.clone();
+    let waiting = lease.clone();
+    let release = tokio::spawn(async move { lock.release(&waiting, Duration::ZERO).await });
+    wait_for_a_lock_waiter(fx.pool()).await;
+    takeover.commit().await.unwrap();
+    let taken = fx.stored(&TASK).await;
+
+    assert!(!release.await.unwrap().unwrap(), "the lease had been taken over");
+    assert_eq!(fx.stored(&TASK).await, taken, "the new holder's lease is untouched");
+    let left = fx.remaining(&TASK).await;
+    assert!(left > chrono::Duration::minutes(59), "{left} left of the new holder's hour");
+}
