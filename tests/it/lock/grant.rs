@@ -188,5 +188,8 @@ async fn a_release_that_waited_behind_a_takeover_releases_nothing() {
     assert!(!release.await.unwrap().unwrap(), "the lease had been taken over");
     assert_eq!(fx.stored(&TASK).await, taken, "the new holder's lease is untouched");
     let left = fx.remaining(&TASK).await;
-    assert!(left > chrono::Duration::minutes(59), "{left} left of the new holder's hour");
+    assert!(
+        left > chrono::Duration::minutes(59),
+        "{left} left of the new holder's hour"
+    );
 }
