@@ -84,25 +84,46 @@ async fn an_attempt_on_a_live_lock_answers_held_without_waiting_for_the_holders_
 }
 
 /// Another transaction keeps the row locked for a write (`for no key update`), as an acquisition
-/// that lost a race does until it ends; the renewal started meanwhile waits for it.
+/// that lost a race does until it ends.
+const ROW_WRITER: &str = "select 1 from task_lock where task_name = $1 for no key update";
+
+/// Runs `statement` (on the row of [`TASK`], as `$1`) in a transaction of its own, then starts
+/// `waiting`, which must queue for the row, and commits `writer_for` after it did: what `waiting`
+/// answers once the row was released to it.
+async fn behind_a_row_writer<T: Send + 'static>(
+    fx: &Fixture,
+    statement: &str,
+    writer_for: Duration,
+    waiting: impl Future<Output = T> + Send + 'static,
+) -> T {
+    let mut writer = fx.pool().begin().await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(statement.to_owned()))
+        .bind(TASK)
+        .execute(&mut *writer)
+        .await
+        .unwrap();
+    let waiting = tokio::spawn(waiting);
+    wait_for_a_lock_waiter(fx.pool()).await;
+    tokio::time::sleep(writer_for).await;
+    writer.commit().await.unwrap();
+    waiting.await.unwrap()
+}
+
+/// The renewal of `lease`, started while a [`ROW_WRITER`] holds the row for `writer_for`.
 async fn renew_behind_a_row_writer(
     fx: &Fixture,
     lease: &finesettle::lock::Lease,
     writer_for: Duration,
 ) -> Option<finesettle::lock::Lease> {
-    let mut writer = fx.pool().begin().await.unwrap();
-    sqlx::query("select 1 from task_lock where task_name = $1 for no key update")
-        .bind(TASK)
-        .execute(&mut *writer)
-        .await
-        .unwrap();
-    let lock = fx.lock.clone();
-    let waiting = lease.clone();
-    let renewal = tokio::spawn(async move { lock.renew(&waiting, LEASE).await });
-    wait_for_a_lock_waiter(fx.pool()).await;
-    tokio::time::sleep(writer_for).await;
-    writer.commit().await.unwrap();
-    renewal.await.unwrap().unwrap()
+    let (lock, lease) = (fx.lock.clone(), lease.clone());
+    behind_a_row_writer(
+        fx,
+        ROW_WRITER,
+        writer_for,
+        async move { lock.renew(&lease, LEASE).await },
+    )
+    .await
+    .unwrap()
 }
 
 #[tokio::test]
@@ -139,20 +160,11 @@ async fn a_lease_that_ran_out_while_its_renewal_waited_is_lost() {
 async fn a_release_that_waited_for_the_row_frees_the_lock_at_its_commit() {
     let fx = Fixture::new(Backend::Postgres).await;
     let lease = acquire(&fx.lock, &spec(TASK, "replica-a")).await;
-    let mut writer = fx.pool().begin().await.unwrap();
-    sqlx::query("select 1 from task_lock where task_name = $1 for no key update")
-        .bind(TASK)
-        .execute(&mut *writer)
-        .await
-        .unwrap();
-    let lock = fx.lock.clone();
-    let waiting = lease.clone();
-    let release = tokio::spawn(async move { lock.release(&waiting, Duration::ZERO).await });
-    wait_for_a_lock_waiter(fx.pool()).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    writer.commit().await.unwrap();
+    let (lock, waiting) = (fx.lock.clone(), lease.clone());
+    let release = async move { lock.release(&waiting, Duration::ZERO).await };
+    let released = behind_a_row_writer(&fx, ROW_WRITER, Duration::from_secs(1), release).await;
 
-    assert!(release.await.unwrap().unwrap(), "the lease was still ours");
+    assert!(released.unwrap(), "the lease was still ours");
     let left = fx.remaining(&TASK).await;
     assert!(left <= chrono::Duration::zero(), "{left} left after the release");
     let next = acquire(&fx.lock, &spec(TASK, "replica-b")).await;
@@ -167,26 +179,22 @@ async fn a_release_that_waited_behind_a_takeover_releases_nothing() {
     let lease = acquire(&fx.lock, &spec(TASK, "replica-a")).await;
     fx.expire(&TASK).await;
     // a takeover in flight, as the acquisition's `on conflict do update` writes it
-    let mut takeover = fx.pool().begin().await.unwrap();
-    sqlx::query(
-        "update task_lock
-         set locked_by = 'replica-b', owner_token = gen_random_uuid(), fencing_token = fencing_token + 1,
-             locked_at = clock_timestamp(), locked_until = clock_timestamp() + interval '1 hour'
-         where task_name = $1",
-    )
-    .bind(TASK)
-    .execute(&mut *takeover)
-    .await
-    .unwrap();
-    let lock = fx.lock.clone();
-    let waiting = lease.clone();
-    let release = tokio::spawn(async move { lock.release(&waiting, Duration::ZERO).await });
-    wait_for_a_lock_waiter(fx.pool()).await;
-    takeover.commit().await.unwrap();
+    let takeover = "update task_lock
+                    set locked_by = 'replica-b', owner_token = gen_random_uuid(),
+                        fencing_token = fencing_token + 1, locked_at = clock_timestamp(),
+                        locked_until = clock_timestamp() + interval '1 hour'
+                    where task_name = $1";
+    let (lock, waiting) = (fx.lock.clone(), lease.clone());
+    let release = async move { lock.release(&waiting, Duration::ZERO).await };
+    let released = behind_a_row_writer(&fx, takeover, Duration::ZERO, release).await;
     let taken = fx.stored(&TASK).await;
 
-    assert!(!release.await.unwrap().unwrap(), "the lease had been taken over");
-    assert_eq!(fx.stored(&TASK).await, taken, "the new holder's lease is untouched");
+    assert!(!released.unwrap(), "the lease had been taken over");
+    let (holder, _, token, _, _) = taken;
+    assert_eq!(
+        (holder.as_str(), token),
+        ("replica-b", FencingToken(lease.fencing_token.0 + 1))
+    );
     let left = fx.remaining(&TASK).await;
     assert!(
         left > chrono::Duration::minutes(59),
