@@ -202,12 +202,9 @@ impl PgLock {
 
     /// [`super::JobLock::release`]: a plain update of the row, if it is still this acquisition's.
     ///
-    /// Unlike the renewal it need not lock the row first (see "Which clock reading" above): the
-    /// release only ever shortens the lease, to `at_least_for` after it was taken or else to the
-    /// clock, and a clock read before a wait for the row is no later than the commit that ends
-    /// that wait. Either reading frees the lock at the same moment, its commit, unless
-    /// `at_least_for` keeps it longer, which does not read the clock at all. A takeover while it
-    /// waited changed the tokens: the row no longer matches and nothing is released.
+    /// Unlike the renewal it need not lock the row first ("Which clock reading" above says why).
+    /// A takeover that committed while it waited changed the tokens: the re-checked row no longer
+    /// matches and nothing is released.
     pub async fn release(&self, lease: &Lease, at_least_for: Duration) -> Result<bool, LockError> {
         let released = sqlx::query!(
             r#"

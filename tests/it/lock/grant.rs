@@ -92,12 +92,12 @@ const ROW_WRITER: &str = "select 1 from task_lock where task_name = $1 for no ke
 /// answers once the row was released to it.
 async fn behind_a_row_writer<T: Send + 'static>(
     fx: &Fixture,
-    statement: &str,
+    statement: &'static str,
     writer_for: Duration,
     waiting: impl Future<Output = T> + Send + 'static,
 ) -> T {
     let mut writer = fx.pool().begin().await.unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(statement.to_owned()))
+    sqlx::query(sqlx::AssertSqlSafe(statement))
         .bind(TASK)
         .execute(&mut *writer)
         .await
