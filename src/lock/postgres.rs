@@ -7,10 +7,13 @@
 //!
 //! Taking the lock is one statement, sent and committed on its own: one round trip and one WAL
 //! flush, as the release is (`load/bench-lock` holds a lock cycle to two durable commits). It
-//! first reads the row in its snapshot: a live holder is answered at once. Only a row that is missing or expired is then inserted, or taken over where
+//! first reads the row in its snapshot, without waiting for any lock: a live holder makes it write
+//! nothing. Only a row that is missing or expired is then inserted, or taken over where
 //! `locked_until < clock_timestamp()`, bumping `fencing_token`. Two replicas racing on it are
 //! serialised by the row (or the primary key while the row is being inserted): the second one
-//! re-checks the condition against the first one's committed row and finds it held.
+//! re-checks the condition against the first one's committed row and finds it held. An attempt
+//! that wrote nothing reads the holder in a second statement, so that the winner's statement is a
+//! plain `insert` (a `union` answering the holder in the same statement cost the winner more).
 //!
 //! # Which clock reading
 //!
@@ -78,68 +81,56 @@ impl PgLock {
         self
     }
 
-    /// Takes the lock when the row is missing or expired; answers the holder at once when it is live.
+    /// Takes the lock when the row is missing or expired; answers the holder, without waiting for
+    /// its fence, when it is live.
     ///
     /// One statement in its own transaction: no `begin` and `commit` around it, so nothing of the
     /// acquisition is left open on the client's side (a process paused after it holds no row lock),
     /// and the row wait is set by the statement itself, local to its transaction.
     pub async fn try_acquire(&self, spec: &LockSpec) -> Result<Acquired, LockError> {
         let asked_at = Instant::now();
-        let answer = sqlx::query!(
+        // a fresh id per acquisition, never derived from the host or instance
+        let owner_token = OwnerToken::random();
+        let granted = sqlx::query!(
             r#"
-            -- the row as this statement's snapshot shows it, read without waiting for any lock
-            with seen as materialized (
-                select task_name, locked_by, owner_token, fencing_token, locked_at, locked_until,
-                       locked_until >= clock_timestamp() as live
-                from task_lock
-                where task_name = $1
-            ),
-            -- tried only when the snapshot shows no live holder, so a live one is answered at once
-            -- instead of queueing for the row behind its fenced transaction
-            taken as (
-                insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token)
-                select $1, granted + $2, granted, $3, $4
-                -- the row wait, set before the row to insert exists, so before any wait for the
-                -- row; local to this statement's transaction
-                from clock_timestamp() as granted, set_config('lock_timeout', $5, true) as row_wait
-                where not exists (select from seen where live)
-                on conflict (task_name) do update
-                    -- evaluated once the row is locked, after any wait for the old holder's fence:
-                    -- the lease counts from then (excluded.* times were read before the wait)
-                    set (locked_at, locked_until) = (
-                            select granted, granted + $2 from clock_timestamp() as granted
-                        ),
-                        locked_by = excluded.locked_by,
-                        owner_token = excluded.owner_token,
-                        fencing_token = task_lock.fencing_token + 1
-                    -- judged on the latest row version: only an expired lock is taken over
-                    where task_lock.locked_until < clock_timestamp()
-                returning task_name, locked_by, owner_token, fencing_token, locked_at, locked_until
+            insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token)
+            select $1, asked.granted + $2, asked.granted, $3, $4
+            -- the row wait, set before the row to insert exists, so before any wait for the row;
+            -- local to this statement's transaction
+            from (select clock_timestamp() as granted, set_config('lock_timeout', $5, true) as row_wait) as asked
+            -- only when this statement's snapshot, read without waiting for any lock, shows no
+            -- live holder: with a live one it writes nothing at once, instead of queueing for the
+            -- row behind the holder's fenced transaction
+            where not exists (
+                select from task_lock where task_name = $1 and locked_until >= clock_timestamp()
             )
-            select true as "won!", task_name as "task_name!", locked_by as "locked_by!",
-                   owner_token as "owner_token!", fencing_token as "fencing_token!",
-                   locked_at as "locked_at!", locked_until as "locked_until!"
-            from taken
-            union all
-            select false, task_name, locked_by, owner_token, fencing_token, locked_at, locked_until
-            from seen
-            where live
+            on conflict (task_name) do update
+                -- evaluated once the row is locked, after any wait for the old holder's fence:
+                -- the lease counts from then (excluded.* times were read before the wait)
+                set (locked_at, locked_until) = (
+                        select granted, granted + $2 from (select clock_timestamp() as granted) as locked
+                    ),
+                    locked_by = excluded.locked_by,
+                    owner_token = excluded.owner_token,
+                    fencing_token = task_lock.fencing_token + 1
+                -- judged on the latest row version: only an expired lock is taken over
+                where task_lock.locked_until < clock_timestamp()
+            returning fencing_token, locked_at, locked_until
             "#,
             spec.task_name.as_str(),
             interval(spec.at_most_for),
             spec.instance_id,
-            // a fresh id per acquisition, never derived from the host or instance
-            OwnerToken::random().0,
+            owner_token.0,
             self.row_wait
         )
         .fetch_optional(&self.pool)
         .await;
-        match answer {
-            Ok(Some(row)) if row.won => {
+        match granted {
+            Ok(Some(row)) => {
                 let lease = Lease {
-                    task_name: row.task_name.into(),
-                    locked_by: row.locked_by,
-                    owner_token: row.owner_token.into(),
+                    task_name: spec.task_name.clone(),
+                    locked_by: spec.instance_id.clone(),
+                    owner_token,
                     fencing_token: row.fencing_token.into(),
                     locked_at: row.locked_at,
                     locked_until: row.locked_until,
@@ -147,12 +138,9 @@ impl PgLock {
                 };
                 Ok(won!(lease, "lock acquired"))
             }
-            Ok(Some(live)) => Ok(Acquired::Held {
-                holder: live.locked_by,
-                locked_until: live.locked_until,
-            }),
-            // Lost a race: the snapshot showed the lock free or expired, but another replica took
-            // it first. A new statement, with a new snapshot, sees that holder.
+            // Held: the snapshot showed a live holder, or it showed the lock free or expired and
+            // another replica took it first. A new statement, with a new snapshot, reads that
+            // holder; it waits for no lock either.
             Ok(None) => holder(&self.pool, &spec.task_name).await,
             Err(e) if is_lock_timeout(&e) => {
                 // The row stayed locked past the wait: someone is mid-transaction on it.
