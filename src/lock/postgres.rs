@@ -47,10 +47,10 @@ use tokio::time::Instant;
 
 /// How long an acquisition waits for the lock row when another transaction has it locked.
 ///
-/// An attempt on a live lock does not wait: it answers from its snapshot. A takeover of an
-/// expired lock does, for the fence's key-share lock that the old holder's settlement
-/// transactions keep until they end (the takeover is a key update: it changes the tokens), and
-/// for acquisitions in flight. That wait is the fence working. Rather than hang behind a holder
+/// An attempt on a live lock does not wait: its snapshot shows the holder, so it writes nothing.
+/// A takeover of an expired lock does, for the fence's key-share lock that the old holder's
+/// settlement transactions keep until they end (the takeover is a key update: it changes the
+/// tokens), and for acquisitions in flight. That wait is the fence working. Rather than hang behind a holder
 /// stuck in its transaction (paused mid-transaction, say), the attempt gives up after this wait
 /// and reports the lock as held, which it is until that transaction ends; a scheduled fire tries
 /// again when the lease ends.
@@ -87,6 +87,8 @@ impl PgLock {
     /// One statement in its own transaction: no `begin` and `commit` around it, so nothing of the
     /// acquisition is left open on the client's side (a process paused after it holds no row lock),
     /// and the row wait is set by the statement itself, local to its transaction.
+    /// An attempt that wrote nothing reads the holder with `holder`, a second statement that
+    /// waits for no lock either.
     pub async fn try_acquire(&self, spec: &LockSpec) -> Result<Acquired, LockError> {
         let asked_at = Instant::now();
         // a fresh id per acquisition, never derived from the host or instance
