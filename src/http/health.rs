@@ -37,10 +37,21 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Value>
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    let body = json!({
+    let mut body = json!({
         "status": if ready { "ready" } else { "not ready" },
         "database": if database { "ok" } else { "unreachable" },
         "redis": redis.map(|ok| if ok { "ok" } else { "unreachable" }),
     });
+    body["replication"] = replication_detail(&state.pool).await;
     (status, axum::Json(body))
+}
+
+/// `"synchronous"`, `"asynchronous"` (writes this primary acknowledges can be lost by a
+/// failover) or `"none"` (no standby), `null` when it cannot be read. Detail only: it never
+/// changes the readiness status (CONTRACT §5.4).
+async fn replication_detail(pool: &sqlx::PgPool) -> Value {
+    match crate::failover::report_replication(pool).await {
+        Some(replication) => Value::from(replication.as_str()),
+        None => Value::Null,
+    }
 }
