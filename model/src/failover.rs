@@ -109,7 +109,9 @@ impl Protocol {
         w.database = Database::Promoted;
         for replica in &mut w.replicas {
             if let Job::Working {
-                lease, current: Some(_), ..
+                lease,
+                current: Some(_),
+                ..
             } = replica.job
             {
                 replica.job = Job::Releasing { token: lease.token };

@@ -16,8 +16,8 @@
 use stateright::{Model, Property};
 
 use crate::bugs::{Bug, Bugs};
-use crate::properties;
 use crate::failover::Replication;
+use crate::properties;
 use crate::world::{Database, Held, Job, MAX_DATES, MAX_REPLICAS, Proc, Replica, World, end_of};
 
 /// The size of the world and its bounds.

@@ -17,13 +17,26 @@ fn an_asynchronous_promotion_loses_an_acknowledged_success() {
     let found = Counterexample::find(Config::asynchronous(), &[], ACKNOWLEDGED_SUCCESS_KEPT);
     let (before, action, outcome, after) = found.last();
     assert_eq!(action, Action::Promote);
-    let Outcome::Promoted { timeline: 2, lost_dates } = outcome else {
+    let Outcome::Promoted {
+        timeline: 2,
+        lost_dates,
+    } = outcome
+    else {
         panic!("ends with a promotion, not {outcome:?}")
     };
-    assert_ne!(lost_dates & before.history.acknowledged, 0, "an acknowledged date was lost");
+    assert_ne!(
+        lost_dates & before.history.acknowledged,
+        0,
+        "an acknowledged date was lost"
+    );
     let lagged_at = step_of(&found, |a, _| a == Action::StandbyLags);
-    let recorded_at = step_of(&found, |a, o| matches!((a, o), (Action::Commit(_), Outcome::Recorded { .. })));
-    assert!(lagged_at < recorded_at, "the SUCCESS came after the standby stopped receiving");
+    let recorded_at = step_of(&found, |a, o| {
+        matches!((a, o), (Action::Commit(_), Outcome::Recorded { .. }))
+    });
+    assert!(
+        lagged_at < recorded_at,
+        "the SUCCESS came after the standby stopped receiving"
+    );
     assert!(after.settled.iter().all(Option::is_none));
     assert_eq!(found.len(), 8);
 }
@@ -50,7 +63,10 @@ fn a_plain_counter_issues_a_token_twice_after_an_asynchronous_promotion() {
 fn a_failed_record_over_a_success_whose_answer_was_lost_settles_the_date_twice() {
     let found = checked(&[Bug::FailedOverwritesSuccess], ONE_SUCCESS_PER_DATE);
     let unheard_at = step_of(&found, |a, o| {
-        matches!((a, o), (Action::CommitUnheard(_), Outcome::CommitUnheard { committed: true, .. }))
+        matches!(
+            (a, o),
+            (Action::CommitUnheard(_), Outcome::CommitUnheard { committed: true, .. })
+        )
     });
     let Outcome::CommitUnheard { date, .. } = found.steps[unheard_at].2 else {
         unreachable!()

@@ -26,7 +26,10 @@ fn without_the_fence_at_commit_a_holder_whose_lease_passed_on_commits() {
         "its token {lease} was no longer the store's"
     );
     // the lock passed on: granted to the other replica, which may not even have heard it
-    assert!(found.has(|a, o| granted(o).is_some() && !matches!(a, Action::Answer(o2) | Action::GrantUnheard(o2) if o2 == r)));
+    assert!(
+        found
+            .has(|a, o| granted(o).is_some() && !matches!(a, Action::Answer(o2) | Action::GrantUnheard(o2) if o2 == r))
+    );
     assert_eq!(found.len(), 9);
 }
 
