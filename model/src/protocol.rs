@@ -73,9 +73,9 @@ impl Config {
     }
 
     /// [`Config::checked`] with asynchronous replication: a promotion may lose the tail of the
-    /// commits. Every clock is right: the skewed clocks are the synchronous world's to check (a
-    /// failover touches no replica's clock), and the lagging standby multiplies the states
-    /// enough (three times fewer, 10 million unique with the skews).
+    /// commits. Every clock is right: clock offsets are the synchronous world's to check (a
+    /// failover moves no clock), and the lagging standby multiplies the states (10 million
+    /// unique with the three offsets, 3.6 million without).
     pub fn asynchronous() -> Self {
         Config {
             failover: Some(Replication::Asynchronous),
