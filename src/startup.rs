@@ -74,9 +74,13 @@ impl Application {
             let watch = watch.clone();
             Arc::new(move |identity| watch.connected(identity))
         };
-        let pool =
-            store::database::connect_observed(&settings.database_url, settings.db_max_connections, Some(observer))
-                .await?;
+        let pool = store::database::connect_observed(
+            &settings.database_url,
+            &settings.db_schema,
+            settings.db_max_connections,
+            Some(observer),
+        )
+        .await?;
         store::database::migrate(&pool).await?;
         let failover = FailoverRules::from_settings(&settings);
         // The first check only remembers the identity a promotion will be compared with.

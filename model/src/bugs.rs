@@ -22,11 +22,18 @@ pub enum Bug {
     /// A lock store that loses its data restarts its fencing counter, instead of numbering the
     /// next acquisition above the token published to PostgreSQL.
     CounterRestartsAfterLoss,
+    /// The fencing token is the lock's plain counter, without the database's timeline: a
+    /// promotion that lost the counter's tail issues the lost tokens again.
+    TokenIgnoresTimeline,
+    /// The FAILED record written after a date failed ends the record whatever its status, not
+    /// only a RUNNING one: a commit whose answer was lost turns its own SUCCESS into FAILED, and
+    /// the date is settled a second time.
+    FailedOverwritesSuccess,
 }
 
 /// A set of [`Bug`]s; empty for the protocol as it is meant to be.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct Bugs(u8);
+pub struct Bugs(u16);
 
 impl Bugs {
     /// The correct protocol.
@@ -41,7 +48,7 @@ impl Bugs {
         self.0 & Bugs::bit(bug) != 0
     }
 
-    fn bit(bug: Bug) -> u8 {
+    fn bit(bug: Bug) -> u16 {
         1 << bug as u8
     }
 }

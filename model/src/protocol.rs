@@ -16,8 +16,9 @@
 use stateright::{Model, Property};
 
 use crate::bugs::{Bug, Bugs};
+use crate::failover::Replication;
 use crate::properties;
-use crate::world::{Held, Job, MAX_DATES, MAX_REPLICAS, Proc, Replica, World, end_of};
+use crate::world::{Database, Held, Job, MAX_DATES, MAX_REPLICAS, Proc, Replica, World, end_of};
 
 /// The size of the world and its bounds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +31,8 @@ pub struct Config {
     pub lease: u8,
     /// `FINESETTLE_LOCK_AT_LEAST_FOR`, in ticks.
     pub at_least: u8,
-    /// How many faults (crash, pause, refused commit) the world may suffer.
+    /// How many faults (crash, pause, refused commit, lost answer, promotion) the world may
+    /// suffer.
     pub faults: u8,
     /// Disturbances happen only before this tick: faults, their ends (a resume, a restart) and
     /// operators' runs. After it the world is calm: whoever runs keeps running, whoever is down
@@ -45,11 +47,15 @@ pub struct Config {
     pub end: u8,
     /// The clock offsets (ticks) replica 0 may start with; the others' clocks are right.
     pub skews: Vec<i8>,
+    /// Whether the database may fail over (once), and how it replicates to the standby it
+    /// promotes; `None`: it never fails over.
+    pub failover: Option<Replication>,
 }
 
 impl Config {
-    /// The world CI checks exhaustively: two replicas, two dates, two faults, one manual run, and
-    /// replica 0's clock right, a tick ahead, or a tick behind.
+    /// The world CI checks exhaustively: two replicas, two dates, two faults, one manual run,
+    /// replica 0's clock right, a tick ahead, or a tick behind, and a database that may fail over
+    /// to a synchronous standby.
     pub fn checked() -> Self {
         Config {
             replicas: 2,
@@ -62,6 +68,19 @@ impl Config {
             date_ticks: 2,
             end: 8,
             skews: vec![0, 1, -1],
+            failover: Some(Replication::Synchronous),
+        }
+    }
+
+    /// [`Config::checked`] with asynchronous replication: a promotion may lose the tail of the
+    /// commits. Every clock is right: clock offsets are the synchronous world's to check (a
+    /// failover moves no clock), and the lagging standby multiplies the states (10 million
+    /// unique with the three offsets, 3.6 million without).
+    pub fn asynchronous() -> Self {
+        Config {
+            failover: Some(Replication::Asynchronous),
+            skews: vec![0],
+            ..Config::checked()
         }
     }
 
@@ -69,6 +88,7 @@ impl Config {
     /// more faults, since a walk visits only one path. Every clock is right: the check that a
     /// date has ended by the database's clock is the one step a replay cannot drive, since the
     /// real database's clock cannot be moved (the replay moves the stored lock times instead).
+    /// Nor can the real database fail over in that test: no promotion.
     pub fn replayed() -> Self {
         Config {
             replicas: 3,
@@ -76,6 +96,7 @@ impl Config {
             faults: 4,
             faults_until: 8,
             skews: vec![0],
+            failover: None,
             ..Config::checked()
         }
     }
@@ -104,6 +125,15 @@ pub enum Action {
     /// to a replica that lagged). The lock is free at once; the fencing token survives, since the
     /// token published to PostgreSQL is the floor of the next one.
     Forget,
+    /// The lock store grants replica `r`'s acquisition, but the answer is lost (a fault).
+    GrantUnheard(usize),
+    /// The database commits (or fences) replica `r`'s date transaction, but the answer is lost
+    /// (a fault); the replica takes the date as failed.
+    CommitUnheard(usize),
+    /// Asynchronous replication: the standby stops receiving (not a fault on its own).
+    StandbyLags,
+    /// The database fails over to its standby (a fault, once a run).
+    Promote,
     /// Replica `r` releases its lease (owner-checked, honouring at-least-for).
     Release(usize),
     Pause(usize),
@@ -168,6 +198,24 @@ pub enum Outcome {
     /// The lock store lost the lease of `token`.
     Forgot {
         token: u8,
+    },
+    /// The store granted `token` until `until`; the replica did not hear it.
+    GrantUnheard {
+        token: u8,
+        until: u8,
+    },
+    /// The database committed `date`'s transaction (`committed`), or refused it; the replica
+    /// did not hear which.
+    CommitUnheard {
+        date: u8,
+        committed: bool,
+    },
+    StandbyLags,
+    /// The standby became the primary on `timeline`, without the SUCCESS of `lost_dates` (a bit
+    /// set).
+    Promoted {
+        timeline: u8,
+        lost_dates: u8,
     },
     /// The release was accepted by the owner check (`false`: the lease was no longer this one's).
     Released {
@@ -267,11 +315,19 @@ impl Protocol {
             Action::Commit(r) => self.commit(&mut next, r)?,
             Action::Refuse(r) => self.refuse(&mut next, r)?,
             Action::Forget => self.forget(&mut next)?,
+            Action::GrantUnheard(r) => self.grant_unheard(&mut next, r)?,
+            Action::CommitUnheard(r) => self.commit_unheard(&mut next, r)?,
+            Action::StandbyLags => self.standby_lags(&mut next)?,
+            Action::Promote => self.promote(&mut next)?,
             Action::Release(r) => self.release(&mut next, r)?,
             Action::Pause(r) | Action::Resume(r) | Action::Crash(r) | Action::Restart(r) => {
                 self.process(&mut next, action, r)?
             }
         };
+        // A standby that can no longer be promoted loses nothing: the world is as if it streamed.
+        if matches!(next.database, Database::Lagging(_)) && !self.faults_allowed(&next) {
+            next.database = Database::Streaming;
+        }
         Some((next, outcome))
     }
 }
@@ -301,6 +357,7 @@ impl Model for Protocol {
                     replicas,
                     faults_left: self.config.faults,
                     manual_left: self.config.manual_runs,
+                    database: Database::Streaming,
                     history: Default::default(),
                 }
             })
@@ -308,7 +365,7 @@ impl Model for Protocol {
     }
 
     fn actions(&self, _w: &World, actions: &mut Vec<Action>) {
-        actions.extend([Action::Tick, Action::Forget]);
+        actions.extend([Action::Tick, Action::Forget, Action::StandbyLags, Action::Promote]);
         for r in 0..usize::from(self.config.replicas) {
             actions.extend([
                 Action::Fire(r),
@@ -317,6 +374,8 @@ impl Model for Protocol {
                 Action::Begin(r),
                 Action::Commit(r),
                 Action::Refuse(r),
+                Action::GrantUnheard(r),
+                Action::CommitUnheard(r),
                 Action::Release(r),
                 Action::Pause(r),
                 Action::Resume(r),

@@ -3,6 +3,7 @@
 //! dispatches to them.
 
 use crate::bugs::Bug;
+use crate::failover::next_token;
 use crate::protocol::{Action, Outcome, Protocol};
 use crate::world::{Held, Job, Proc, Replica, Trigger, World};
 
@@ -74,27 +75,8 @@ impl Protocol {
             }
             return Some(Outcome::Held { until });
         }
-        let counted_from = if self.has(Bug::LeaseFromBeforeTheWait) {
-            asked_at
-        } else {
-            w.now
-        };
-        let token = w.store.token + 1;
-        assert!(token < 16, "tokens are bits of History::forgotten");
-        w.store.token = token;
-        w.store.locked_at = counted_from;
-        w.store.locked_until = counted_from + self.config.lease;
-        w.store.holder = r as u8;
-        w.history.highest_token = w.history.highest_token.max(token);
-        // The keeper counts the granted duration from the answer, by the replica's own clock.
-        let granted = w.store.locked_until - w.store.locked_at;
-        let lease = Held {
-            token,
-            deadline: w.now + granted,
-            lost: false,
-            renewed_at: w.now,
-            refused: false,
-        };
+        let lease = self.grant(w, r, asked_at);
+        let token = lease.token;
         let dates = self.plan(w, target);
         w.replicas[r].job = if dates == 0 {
             Job::Releasing { token }
@@ -111,6 +93,34 @@ impl Protocol {
             until: w.store.locked_until,
             dates,
         })
+    }
+
+    /// The lock store's half of an acquisition of the free lock, asked at `asked_at`: the next
+    /// token and the lease; and the lease as the replica's keeper will count it, should the answer
+    /// reach it.
+    pub(crate) fn grant(&self, w: &mut World, r: usize, asked_at: u8) -> Held {
+        let counted_from = if self.has(Bug::LeaseFromBeforeTheWait) {
+            asked_at
+        } else {
+            w.now
+        };
+        let token = next_token(&w.store, !self.has(Bug::TokenIgnoresTimeline));
+        assert!(token < 32, "tokens are bits of History::forgotten");
+        w.store.token = token;
+        w.store.locked_at = counted_from;
+        w.store.locked_until = counted_from + self.config.lease;
+        w.store.holder = r as u8;
+        w.history.token_went_back |= token <= w.history.highest_token;
+        w.history.highest_token = w.history.highest_token.max(token);
+        // The keeper counts the granted duration from the answer, by the replica's own clock.
+        let granted = w.store.locked_until - w.store.locked_at;
+        Held {
+            token,
+            deadline: w.now + granted,
+            lost: false,
+            renewed_at: w.now,
+            refused: false,
+        }
     }
 
     /// The keeper: past its deadline it gives up without asking; otherwise the store extends the
@@ -213,28 +223,37 @@ impl Protocol {
         else {
             return None;
         };
-        let stop = Job::Releasing { token: lease.token };
-        let stale = w.store.token != lease.token;
+        let outcome = self.commit_in_store(w, lease.token, date);
+        w.replicas[r].job = if let Outcome::Recorded { date } = outcome {
+            w.history.acknowledged |= 1 << date;
+            Job::Working {
+                lease,
+                dates: dates & !(1 << date),
+                current: None,
+                since: w.now,
+            }
+        } else {
+            Job::Releasing { token: lease.token }
+        };
+        Some(outcome)
+    }
+
+    /// The database's half of the date's transaction under `token`: the fence, the SUCCESS
+    /// under the unique index, the commit. Answers `Recorded`, `Fenced` or `Duplicate`.
+    pub(crate) fn commit_in_store(&self, w: &mut World, token: u8, date: u8) -> Outcome {
+        let stale = w.store.token != token;
         if stale && !self.has(Bug::NoFenceAtCommit) {
-            w.replicas[r].job = stop;
-            return Some(Outcome::Fenced);
+            return Outcome::Fenced;
         }
         let d = usize::from(date);
         if w.settled[d].is_some() && !self.has(Bug::NoUniqueSuccess) {
-            w.replicas[r].job = stop;
-            return Some(Outcome::Duplicate { date });
+            return Outcome::Duplicate { date };
         }
-        w.settled[d] = Some(lease.token);
+        w.settled[d] = Some(token);
         w.successes[d] += 1;
         w.history.stale_commit |= stale;
         w.history.settled_early |= !w.has_ended(date);
-        w.replicas[r].job = Job::Working {
-            lease,
-            dates: dates & !(1 << date),
-            current: None,
-            since: w.now,
-        };
-        Some(Outcome::Recorded { date })
+        Outcome::Recorded { date }
     }
 
     /// A fault: the database refuses the date's transaction. The date rolls back, is recorded

@@ -56,6 +56,32 @@ pub fn line(before: &World, action: Action, outcome: Outcome, after: &World) -> 
         (Action::Forget, Outcome::Forgot { token }) => {
             format!("t={t} FAULT: the lock store loses the lease of token {token}")
         }
+        (Action::GrantUnheard(r), Outcome::GrantUnheard { token, until }) => format!(
+            "{} FAULT: the store grants token {token} until t{until}, but the answer is lost",
+            who(r)
+        ),
+        (Action::CommitUnheard(r), Outcome::CommitUnheard { date, committed }) => format!(
+            "{} FAULT: the database {} date {date}'s transaction, but the answer is lost{}",
+            who(r),
+            if committed { "commits" } else { "refuses" },
+            if committed && after.settled[usize::from(date)].is_none() {
+                "; the FAILED record replaces the SUCCESS"
+            } else {
+                ""
+            }
+        ),
+        (Action::StandbyLags, _) => format!("t={t} the standby stops receiving (asynchronous replication)"),
+        (Action::Promote, Outcome::Promoted { timeline, lost_dates }) => {
+            let token = match (before.store.token, after.store.token) {
+                (was, is) if was == is => format!("the store keeps token {is}"),
+                (was, is) => format!("the store's token goes back from {was} to {is}"),
+            };
+            let lost = match bits(lost_dates) {
+                dates if dates.is_empty() => "no SUCCESS lost".to_string(),
+                dates => format!("the SUCCESS of dates {dates:?} lost"),
+            };
+            format!("t={t} FAULT: the database fails over to its standby, timeline {timeline}; {token}; {lost}")
+        }
         (Action::Pause(r), _) => format!("{} FAULT: paused", who(r)),
         (Action::Crash(r), _) => format!("{} FAULT: crashed", who(r)),
         (Action::Resume(r), _) => format!("{} resumes", who(r)),
@@ -63,9 +89,13 @@ pub fn line(before: &World, action: Action, outcome: Outcome, after: &World) -> 
         (action, outcome) => format!("t={t} {action:?}: {outcome:?}"),
     };
     let store = &after.store;
+    let timeline = match store.timeline {
+        1 => String::new(),
+        timeline => format!(" (timeline {timeline})"),
+    };
     let _ = write!(
         text,
-        "  | store: token {} held by r{} until t{}; SUCCESS per date {:?}",
+        "  | store: token {}{timeline} held by r{} until t{}; SUCCESS per date {:?}",
         store.token,
         store.holder,
         store.locked_until,

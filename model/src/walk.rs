@@ -78,6 +78,10 @@ fn disturbs(action: Action) -> bool {
             | Action::Restart(_)
             | Action::Refuse(_)
             | Action::Forget
+            | Action::GrantUnheard(_)
+            | Action::CommitUnheard(_)
+            | Action::StandbyLags
+            | Action::Promote
             | Action::Manual(..)
     )
 }

@@ -1,5 +1,5 @@
-//! The state of the modelled world: one clock, one lock store, the execution records, and the
-//! replicas with their program counters.
+//! The state of the modelled world: one clock, one lock store, the execution records, the
+//! database's standby, and the replicas with their program counters.
 //!
 //! Time is coarse: a tick is a third of a lease or so, and business date `d` ends at tick
 //! `(d + 1) * DAY`. Every number is small (`u8`) and every collection a fixed array, so a state
@@ -40,16 +40,21 @@ pub struct World {
     pub faults_left: u8,
     /// Operators' manual runs still to come.
     pub manual_left: u8,
+    /// Where the database's standby is, for a failover (`crate::failover`).
+    pub database: Database,
     /// History the properties need, set once and never cleared.
     pub history: History,
 }
 
 /// The lock store's record of the job's lock (the `task_lock` row, or the Redis key and counter).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Store {
     /// The current fencing token, 0 before the first acquisition. Each acquisition has its own
     /// token, so it also serves as the owner token.
     pub token: u8,
+    /// The database's timeline: 1, and one more after each promotion of a standby. The next
+    /// token is numbered above every token of the earlier timelines (`failover::next_token`).
+    pub timeline: u8,
     pub locked_at: u8,
     /// The lease covers the ticks before this one: the lock is free once `now >= locked_until`.
     pub locked_until: u8,
@@ -57,11 +62,48 @@ pub struct Store {
     pub holder: u8,
 }
 
+impl Default for Store {
+    /// The store before the first acquisition, on the database's first timeline.
+    fn default() -> Self {
+        Store {
+            token: 0,
+            timeline: 1,
+            locked_at: 0,
+            locked_until: 0,
+            holder: 0,
+        }
+    }
+}
+
+/// The database's standby, which a failover promotes (at most once a run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Database {
+    /// The standby has every commit so far (always so with synchronous replication).
+    Streaming,
+    /// Asynchronous replication only: the standby stopped receiving at this state, and every
+    /// commit since was acknowledged by the primary alone.
+    Lagging(Standby),
+    /// The standby was promoted; the new primary streams to a standby of its own.
+    Promoted,
+}
+
+/// What a lagging standby holds: the lock store and the SUCCESS records as they were when it
+/// stopped receiving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Standby {
+    pub store: Store,
+    pub settled: [Option<u8>; MAX_DATES],
+    pub successes: [u8; MAX_DATES],
+}
+
 /// What happened once and must be remembered for a property to see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct History {
     /// The highest fencing token ever granted.
     pub highest_token: u8,
+    /// A grant handed out a token no greater than one granted before (so possibly the same one:
+    /// two holders would pass the fence).
+    pub token_went_back: bool,
     /// A commit carried a fencing token that was no longer the current one.
     pub stale_commit: bool,
     /// A date's SUCCESS was committed before the date ended by the database's clock.
@@ -69,7 +111,11 @@ pub struct History {
     /// A replica started a date after the lock store had refused to renew its lease.
     pub worked_after_refusal: bool,
     /// The tokens whose leases the lock store lost (bit `t` for token `t`).
-    pub forgotten: u16,
+    pub forgotten: u32,
+    /// The dates whose SUCCESS commit was acknowledged to a replica (bit `d` for date `d`).
+    pub acknowledged: u8,
+    /// A promotion lost a SUCCESS that had been acknowledged.
+    pub lost_acknowledged: bool,
 }
 
 /// One replica: a `finesettle serve` process.

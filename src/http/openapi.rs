@@ -5,10 +5,12 @@
 use axum::Router;
 use axum::http::Method;
 use utoipa::openapi::OpenApi as OpenApiDocument;
+use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{Operation, Parameter, ParameterIn};
+use utoipa::openapi::schema::ObjectBuilder;
 use utoipa::openapi::schema::{SchemaType, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{Content, ContentBuilder, Ref, RefOr, Response, Schema};
+use utoipa::openapi::{Content, ContentBuilder, Ref, RefOr, Response, ResponseBuilder, Schema};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
@@ -90,6 +92,8 @@ pub fn split(routes: OpenApiRouter<AppState>) -> (Router<AppState>, OpenApiDocum
 /// - 413 and 415 from the JSON body extractor;
 /// - the 422 of a list's `limit` and `cursor` ([`page_request`](super::pagination::page_request)),
 ///   on every operation that takes both;
+/// - the 503 of a database that is unavailable (a failover, a restart, a read-only node), with
+///   its `Retry-After`, which any operation may answer (docs/CONTRACT.md §5.5);
 /// - the `application/problem+json` body of every error answer, the only form `ApiError` answers.
 ///
 /// A handler that documents one of these responses itself keeps its own wording.
@@ -133,6 +137,9 @@ fn add_to_operation(operation: &mut Operation, method: &Method, path: &str) {
             .entry(status.to_owned())
             .or_insert_with(|| RefOr::T(Response::new(description)));
     }
+    responses
+        .entry("503".to_owned())
+        .or_insert_with(|| RefOr::T(unavailable()));
     for (status, response) in responses.iter_mut() {
         if let RefOr::T(response) = response
             && is_error(status)
@@ -189,6 +196,24 @@ fn is_string(parameter: &Parameter) -> bool {
         &parameter.schema,
         Some(RefOr::T(Schema::Object(object))) if object.schema_type == SchemaType::Type(Type::String)
     )
+}
+
+/// The shared 503: `code` `unavailable`, nothing written, retry after `Retry-After` seconds.
+fn unavailable() -> Response {
+    let seconds = ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)).build();
+    ResponseBuilder::new()
+        .description(
+            "The database or the lock store is unavailable (a failover, a restart, a read-only node) or the \
+             service is stopping: nothing was written; send the request again after Retry-After seconds",
+        )
+        .header(
+            "Retry-After",
+            HeaderBuilder::new()
+                .schema(Some(seconds))
+                .description(Some("Seconds to wait before sending the request again"))
+                .build(),
+        )
+        .build()
 }
 
 fn is_error(status: &str) -> bool {

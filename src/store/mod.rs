@@ -14,6 +14,7 @@ pub mod dashboard;
 pub mod database;
 pub mod database_identity;
 pub mod executions;
+pub mod failure;
 pub mod fines;
 pub mod ledger;
 pub mod loans;
@@ -24,6 +25,7 @@ pub mod replica_clocks;
 pub mod replication;
 mod rows;
 pub mod schema;
+pub mod session;
 pub mod start_date;
 
 /// A validated page request: the rows after id `after`, at most `limit` of them.

@@ -4,6 +4,12 @@
 //! every step, the store's holder and token and the dates' SUCCESS records. A difference fails
 //! with the seed and the walk told up to that step.
 //!
+//! **Lost answers.** A grant or a commit whose answer the model's replica never hears is done on
+//! the real store, and its answer dropped: the replica holds no lease (the store's lease runs
+//! out by itself), or takes its date as failed and writes the FAILED record, which must leave a
+//! SUCCESS it never heard of in place. A promotion is not replayed: the real database cannot be
+//! failed over in this test (`Config::replayed` has none).
+//!
 //! **Time.** The model's clock is the lock store's. The replay cannot move the database's or
 //! Redis's clock, so it moves the stored times instead: a tick takes one [`TICK`] off every time
 //! the store keeps for the walk's task (`locked_at` and `locked_until` of the `task_lock` row; the
@@ -33,6 +39,7 @@ use crate::lock::backend::{Backend, Fixture};
 on_each_backend!(
     model_walks_replay_on_the_real_store,
     a_model_with_a_seeded_bug_is_told_apart_from_the_real_store,
+    a_model_whose_failed_record_replaces_an_unheard_success_is_told_apart,
 );
 
 /// Walks per backend and CI run.
@@ -67,6 +74,11 @@ async fn model_walks_replay_on_the_real_store(backend: Backend) {
         seen.values().sum::<usize>(),
         started.elapsed()
     );
+    if seeds.len() > 1 {
+        for lost in ["grant unheard", "commit unheard, committed"] {
+            assert!(seen.contains_key(lost), "no walk replayed a step \"{lost}\"");
+        }
+    }
 }
 
 /// An outcome's name without its fields, for the tally of what the replay compared.
@@ -88,6 +100,10 @@ fn name(outcome: Outcome) -> &'static str {
         Outcome::Duplicate { .. } => "duplicate",
         Outcome::Refused { .. } => "refused",
         Outcome::Forgot { .. } => "store lost the lease",
+        Outcome::GrantUnheard { .. } => "grant unheard",
+        Outcome::CommitUnheard { committed: true, .. } => "commit unheard, committed",
+        Outcome::CommitUnheard { committed: false, .. } => "commit unheard, fenced or duplicate",
+        Outcome::StandbyLags | Outcome::Promoted { .. } => "failover",
         Outcome::Released { .. } => "released",
         Outcome::Paused | Outcome::Resumed | Outcome::Crashed | Outcome::Restarted => "process fault or end",
     }
@@ -115,6 +131,28 @@ async fn a_model_with_a_seeded_bug_is_told_apart_from_the_real_store(backend: Ba
         }
     }
     panic!("{WALKS} walks of a model without the fence at commit all agreed with the real store");
+}
+
+/// The replay checks what the FAILED record does after a lost answer: a model whose FAILED record
+/// replaces the SUCCESS the database committed (the replica never heard of it) differs from the
+/// real records, whose FAILED write ends only a RUNNING execution.
+async fn a_model_whose_failed_record_replaces_an_unheard_success_is_told_apart(backend: Backend) {
+    let fx = Fixture::new(backend).await;
+    let model = Protocol::with_bugs(Config::replayed(), &[Bug::FailedOverwritesSuccess]);
+    for seed in 1..=WALKS {
+        if let Err(difference) = replay(&fx, &model, seed).await {
+            let first = difference.lines().next().unwrap_or_default();
+            assert!(first.contains("SUCCESS records"), "{difference}");
+            let last_step = difference.lines().last().unwrap_or_default();
+            assert!(
+                last_step.contains("commits date") && last_step.contains("the answer is lost"),
+                "{difference}"
+            );
+            println!("{backend:?}: the seeded bug told apart at {first}");
+            return;
+        }
+    }
+    panic!("{WALKS} walks of a model whose FAILED record replaces a SUCCESS all agreed with the real store");
 }
 
 /// Replays the walk of `seed`: the walk, or the first difference with the walk so far.
@@ -203,9 +241,11 @@ impl<'a> Replay<'a> {
                 step.outcome
             }
             Action::Answer(r) => self.acquire(before, r).await,
+            Action::GrantUnheard(r) => self.acquire_unheard(before, r).await,
             Action::Renew(r) => self.renew(before, r, step.outcome).await,
             Action::Begin(r) => self.begin(before, r, step.outcome).await?,
             Action::Commit(r) => self.commit(r).await,
+            Action::CommitUnheard(r) => self.commit_unheard(before, r).await?,
             Action::Refuse(r) => self.refuse(before, r).await?,
             Action::Release(r) => {
                 let lease = self.leases[r].take().expect("a releasing replica holds a lease");
@@ -227,6 +267,9 @@ impl<'a> Replay<'a> {
                 step.outcome
             }
             Action::Pause(_) | Action::Resume(_) | Action::Restart(_) => step.outcome,
+            Action::StandbyLags | Action::Promote => {
+                return Err("the replay cannot fail the real database over".into());
+            }
         })
     }
 
@@ -251,6 +294,18 @@ impl<'a> Replay<'a> {
             Acquired::Held { locked_until, .. } => Outcome::Held {
                 until: before.now + self.ticks_until(now, locked_until),
             },
+        }
+    }
+
+    /// `GrantUnheard`: the real acquisition, whose answer the replica never hears: it holds
+    /// nothing, and the store's lease runs out by itself.
+    async fn acquire_unheard(&mut self, before: &World, r: usize) -> Outcome {
+        match self.acquire(before, r).await {
+            Outcome::Taken { token, until, .. } => {
+                self.leases[r] = None;
+                Outcome::GrantUnheard { token, until }
+            }
+            held => held,
         }
     }
 
@@ -312,8 +367,41 @@ impl<'a> Replay<'a> {
 
     /// `Commit`: the date's transaction as `settlement::date` opens and closes it.
     async fn commit(&mut self, r: usize) -> Outcome {
-        let ctx = self.context(r);
         let execution_id = self.executions[r].expect("a committing replica has a RUNNING record");
+        let outcome = self.date_transaction(r, execution_id).await;
+        if let Outcome::Recorded { .. } = outcome {
+            self.executions[r] = None;
+        }
+        outcome
+    }
+
+    /// `CommitUnheard`: the date's transaction, whose answer the replica never hears: it takes
+    /// the date as failed and writes the FAILED record, as `settlement::walk` does after any
+    /// error. That record ends only a RUNNING execution, so it is written exactly when the
+    /// database did not commit the SUCCESS and the replica's token is still current.
+    async fn commit_unheard(&mut self, before: &World, r: usize) -> Result<Outcome, String> {
+        let execution_id = self.executions[r]
+            .take()
+            .expect("a committing replica has a RUNNING record");
+        let date = self.date_of(execution_id).await;
+        let committed = self.date_transaction(r, execution_id).await == Outcome::Recorded { date };
+        let ctx = self.context(r);
+        let closed = records::fail(self.pool(), &ctx, execution_id, "the commit's answer was lost")
+            .await
+            .map_err(|e| e.to_string())?;
+        let current = i64::from(before.store.token) == ctx.fencing_token.0;
+        if closed != (!committed && current) {
+            return Err(format!(
+                "the FAILED record was written: {closed}; committed: {committed}; the token is current: {current}"
+            ));
+        }
+        Ok(Outcome::CommitUnheard { date, committed })
+    }
+
+    /// The date's transaction of replica `r`'s execution: fence, SUCCESS, commit. Answers
+    /// `Recorded`, `Fenced` or `Duplicate`.
+    async fn date_transaction(&self, r: usize, execution_id: i64) -> Outcome {
+        let ctx = self.context(r);
         let date = self.date_of(execution_id).await;
         let mut tx = fence::begin(self.pool()).await.expect("a transaction");
         match guard(&mut tx, &ctx.task_name, ctx.fencing_token).await {
@@ -324,7 +412,6 @@ impl<'a> Replay<'a> {
         match records::succeed(&mut tx, execution_id, 0).await {
             Ok(true) => {
                 tx.commit().await.expect("the date commits");
-                self.executions[r] = None;
                 Outcome::Recorded { date }
             }
             Ok(false) => panic!("execution {execution_id} was no longer RUNNING"),
@@ -457,6 +544,7 @@ impl<'a> Replay<'a> {
             start_date: date(0),
             business_tz: chrono_tz::Asia::Shanghai,
             batch_size: 1000,
+            statement_limits: Default::default(),
         }
     }
 
