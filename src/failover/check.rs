@@ -79,8 +79,8 @@ pub async fn check(pool: &PgPool, watch: &FailoverWatch, rules: &FailoverRules) 
         Change::Same => Ok(None),
         Change::OtherCluster => {
             tracing::warn!(
-                database.previous_system_identifier = ?previous.system_identifier,
-                database.system_identifier = ?identity.system_identifier,
+                database.previous_system_identifier = %shown(previous.system_identifier),
+                database.system_identifier = %shown(identity.system_identifier),
                 "the database is another cluster than before (a restore, another DATABASE_URL); not a failover"
             );
             watch.remember(identity);
@@ -90,7 +90,7 @@ pub async fn check(pool: &PgPool, watch: &FailoverWatch, rules: &FailoverRules) 
             tracing::error!(
                 database.previous_timeline = from,
                 database.timeline = to,
-                database.system_identifier = ?identity.system_identifier,
+                database.system_identifier = %shown(identity.system_identifier),
                 "database failover: the primary writes on a new timeline; acknowledged writes may be lost"
             );
             let failover = assess(pool, watch, rules, &identity, from).await?;
@@ -129,6 +129,11 @@ async fn assess(
         holds,
         months,
     })
+}
+
+/// A system identifier for the logs: the number, or `unknown` when the role may not read it.
+fn shown(system_identifier: Option<i64>) -> String {
+    system_identifier.map_or_else(|| "unknown".to_owned(), |id| id.to_string())
 }
 
 async fn audit(pool: &PgPool, rules: &FailoverRules, month: NaiveDate) -> MonthAudit {
