@@ -98,3 +98,51 @@ impl FailoverWatch {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    const TIMELINE_1: DatabaseIdentity = DatabaseIdentity {
+        system_identifier: Some(7),
+        timeline: 1,
+    };
+
+    async fn woken(watch: &FailoverWatch) -> bool {
+        tokio::time::timeout(Duration::from_millis(50), watch.changed())
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test]
+    async fn only_a_connection_to_another_identity_wakes_the_check() {
+        let watch = FailoverWatch::default();
+        // nothing remembered yet: the first check remembers, no connection wakes it
+        watch.connected(Some(TIMELINE_1));
+        assert!(!woken(&watch).await);
+        watch.remember(TIMELINE_1);
+        watch.connected(Some(TIMELINE_1));
+        watch.connected(None);
+        assert!(!woken(&watch).await);
+        watch.connected(Some(DatabaseIdentity {
+            timeline: 2,
+            ..TIMELINE_1
+        }));
+        assert!(woken(&watch).await);
+    }
+
+    #[test]
+    fn the_memory_keeps_the_highest_token_and_date_seen() {
+        let watch = FailoverWatch::default();
+        let clone = watch.clone();
+        clone.granted(FencingToken(5));
+        watch.granted(FencingToken(3));
+        clone.settled(NaiveDate::from_ymd_opt(2026, 12, 2).unwrap());
+        watch.settled(NaiveDate::from_ymd_opt(2026, 12, 1).unwrap());
+        let seen = watch.acknowledged();
+        assert_eq!(seen.fencing_token, Some(FencingToken(5)));
+        assert_eq!(seen.success, NaiveDate::from_ymd_opt(2026, 12, 2));
+    }
+}
