@@ -26,6 +26,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 pub use self::config::Replication;
+pub use self::os::running as process_running;
 use self::config::{NodePorts, etcd_args, haproxy_cfg, patroni_yml};
 pub use self::probe::PrimaryWatch;
 pub use self::rest::Member;
@@ -173,6 +174,19 @@ impl HaCluster {
         format!("postgres://postgres@127.0.0.1:{}/{database}", self.proxy)
     }
 
+    /// The cluster's temporary directory (data, configuration, logs), removed on drop.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The pids of the PostgreSQL postmasters running now.
+    pub fn postmasters(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter_map(|n| os::postmaster_pid(&n.data_dir()))
+            .collect()
+    }
+
     /// The members and their roles, as Patroni reports them.
     pub async fn members(&self) -> Vec<Member> {
         let ports: Vec<u16> = self.nodes.iter().map(|n| n.ports.rest).collect();
@@ -186,6 +200,17 @@ impl HaCluster {
     pub async fn wait_serving(&self) -> String {
         self.wait_until("a leader, and HAProxy routing to it alone", FAILOVER_WITHIN, |_| true)
             .await
+    }
+
+    /// Waits until a node other than `old_leader` leads, and HAProxy has it, and only it, UP;
+    /// answers its name. Right after a fault the old leader may still be reported: Patroni
+    /// notices at its next loop, HAProxy at its next checks.
+    pub async fn wait_new_leader(&self, old_leader: &str) -> String {
+        let what = format!("a leader other than {old_leader}, and HAProxy routing to it alone");
+        self.wait_until(&what, FAILOVER_WITHIN, |members| {
+            members.iter().any(|m| m.role == "leader" && m.name != old_leader)
+        })
+        .await
     }
 
     /// The name of the node Patroni holds as leader now, once the proxy routes to it.
@@ -217,23 +242,27 @@ impl HaCluster {
         Fault { at, old_leader }
     }
 
-    /// Stops (SIGSTOP) every process of the standbys' PostgreSQL: they receive no WAL, and the
-    /// primary's commits reach only its own disk. In synchronous mode commits then wait.
+    /// Stops (SIGSTOP) every process of the standbys' PostgreSQL, their walreceivers among
+    /// them: they receive no WAL, and the primary's commits reach only its own disk. In
+    /// synchronous mode commits then wait. The postmaster first, so that it starts no new child.
     pub async fn hold_wal(&self) {
         let leader = self.leader().await;
         let mut held = self.held.lock().unwrap();
         for node in self.nodes.iter().filter(|n| n.name != leader) {
-            let pid = os::postmaster_pid(&node.data_dir()).unwrap_or_else(|| panic!("{} is not running", node.name));
-            let group = os::process_group(pid).expect("the postmaster's process group");
-            os::signal_group("STOP", group);
-            held.push(group);
+            let postmaster =
+                os::postmaster_pid(&node.data_dir()).unwrap_or_else(|| panic!("{} is not running", node.name));
+            os::signal_process("STOP", postmaster);
+            for pid in os::postgres_processes(postmaster) {
+                os::signal_process("STOP", pid);
+                held.push(pid);
+            }
         }
     }
 
     /// Lets the standbys held by [`HaCluster::hold_wal`] go on (SIGCONT).
     pub fn release_wal(&self) {
-        for group in self.held.lock().unwrap().drain(..) {
-            os::signal_group("CONT", group);
+        for pid in self.held.lock().unwrap().drain(..).rev() {
+            os::signal_process("CONT", pid);
         }
     }
 
@@ -306,8 +335,8 @@ impl Drop for HaCluster {
             eprintln!("the HA cluster's logs:\n{}", self.logs());
         }
         self.release_wal();
-        // Patroni first, so that it restarts nothing; then each PostgreSQL, which Patroni starts
-        // in a session (and process group) of its own; then etcd and HAProxy.
+        // Patroni first, so that it restarts nothing; then each PostgreSQL (which Patroni starts
+        // in a session of its own), postmaster and children; then etcd and HAProxy.
         let postmasters: Vec<u32> = self
             .nodes
             .iter()
@@ -321,9 +350,9 @@ impl Drop for HaCluster {
             .into_iter()
             .chain(self.nodes.iter().filter_map(|n| os::postmaster_pid(&n.data_dir())))
             .collect();
-        for pid in &postmasters {
-            if let Some(group) = os::process_group(*pid) {
-                os::signal_group("KILL", group);
+        for postmaster in &postmasters {
+            for pid in os::postgres_processes(*postmaster) {
+                os::signal_process("KILL", pid);
             }
         }
         for daemon in [&mut self.etcd, &mut self.haproxy] {

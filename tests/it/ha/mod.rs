@@ -12,5 +12,6 @@
 mod payments;
 mod walk;
 
+mod cluster;
 mod killed_primary;
 mod switchover;

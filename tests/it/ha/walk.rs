@@ -120,8 +120,7 @@ impl Walk {
     /// equal to the oracle's, every acknowledged payment exactly once, no answer but 201 and
     /// 503 `unavailable`.
     pub async fn finish(mut self, what: &str, fault: Fault, payments: Payments) {
-        let leader = self.cluster.wait_serving().await;
-        assert_ne!(leader, fault.old_leader, "the leader changed");
+        let leader = self.cluster.wait_new_leader(&fault.old_leader).await;
         let settled_through = self.wait_caught_up().await;
         let outage = poll_until("the probe to see the primary back", AFTER_FAULT_WITHIN, async || {
             self.watch.outage_after(fault.at)
@@ -134,7 +133,7 @@ impl Walk {
                 payments
                     .answers()
                     .iter()
-                    .find(|a| a.status == Some(201) && a.sent >= outage.lost)
+                    .find(|a| a.status == Some(201) && a.sent >= outage.noticed)
                     .map(|a| a.received - outage.lost)
             },
         )

@@ -47,12 +47,38 @@ pub fn process_group(pid: u32) -> Option<u32> {
     after_name.split(' ').nth(2)?.parse().ok()
 }
 
-/// Whether `pid` runs (a zombie counts as gone).
+/// Whether `pid` runs (a zombie counts as gone: nothing of it is left but its exit status).
 pub fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|stat| stat.rfind(')').map(|end| stat[end + 2..].starts_with('Z')))
         .is_some_and(|zombie| !zombie)
+}
+
+/// `postmaster` and its children, the postmaster first. Each child of a postmaster calls
+/// `setsid()`, so a signal to the postmaster's process group reaches none of them: they are
+/// found by their parent, in `/proc`.
+pub fn postgres_processes(postmaster: u32) -> Vec<u32> {
+    let mut pids = vec![postmaster];
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return pids;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if parent(pid) == Some(postmaster) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// The parent of `pid` (field 4 of `/proc/<pid>/stat`).
+fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 2..];
+    after_name.split(' ').nth(1)?.parse().ok()
 }
 
 /// The postmaster's pid from `data/postmaster.pid`, while PostgreSQL runs.
@@ -71,15 +97,15 @@ pub fn postmaster_pid(data_dir: &Path) -> Option<u32> {
 /// and then kills what it started and removes `dir`: the cleanup of `Drop` when the process was
 /// killed (a nextest timeout, Ctrl-C) and did not unwind. The processes it kills are named by
 /// id: the groups listed in `dir/groups` (Patroni's, etcd's, HAProxy's, written by the harness)
-/// and each postmaster's group, read from `postmaster.pid`, since Patroni starts PostgreSQL in
-/// a session of its own. `Drop` ends it once it cleaned up itself.
+/// and each postmaster, read from `postmaster.pid`, with its children (Patroni starts PostgreSQL
+/// in a session of its own, and each child of the postmaster in turn calls `setsid()`). `Drop`
+/// ends it once it cleaned up itself.
 pub fn spawn_reaper(dir: &Path) -> std::process::Child {
     const SCRIPT: &str = r#"
         while kill -0 "$1" 2> /dev/null; do sleep 1; done
         for g in $(cat "$2/groups" 2> /dev/null); do kill -KILL -- "-$g" 2> /dev/null; done
         for f in "$2"/node*/data/postmaster.pid; do
-            p=$(head -1 "$f" 2> /dev/null) && [ -n "$p" ] && g=$(ps -o pgid= -p "$p" | tr -d ' ') \
-                && [ -n "$g" ] && kill -KILL -- "-$g" 2> /dev/null
+            p=$(head -1 "$f" 2> /dev/null) && [ -n "$p" ] && kill -KILL "$p" $(ps -o pid= --ppid "$p") 2> /dev/null
         done
         sleep 1
         rm -rf "$2"

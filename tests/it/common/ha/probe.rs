@@ -17,6 +17,9 @@ const PATIENCE: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, Copy)]
 pub struct Outage {
     pub lost: Instant,
+    /// The first probe that found no primary: a write sent after it cannot have reached the old
+    /// primary (one sent between `lost` and this may have).
+    pub noticed: Instant,
     pub back: Instant,
 }
 
@@ -56,19 +59,19 @@ impl PrimaryWatch {
         let samples = self.samples.lock().unwrap();
         let mut last_ok = None;
         let mut longest: Option<Outage> = None;
-        let mut failing = false;
+        let mut failing_since = None;
         for &(at, primary) in samples.iter() {
             if primary {
-                if let Some(lost) = last_ok.filter(|_| failing) {
-                    let outage = Outage { lost, back: at };
+                if let (Some(lost), Some(noticed)) = (last_ok, failing_since) {
+                    let outage = Outage { lost, noticed, back: at };
                     if longest.is_none_or(|l| outage.duration() > l.duration()) {
                         longest = Some(outage);
                     }
                 }
-                failing = false;
+                failing_since = None;
                 last_ok = Some(at);
-            } else if at >= since {
-                failing = true;
+            } else if at >= since && failing_since.is_none() {
+                failing_since = Some(at);
             }
         }
         longest
