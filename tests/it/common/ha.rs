@@ -26,8 +26,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 pub use self::config::Replication;
-pub use self::os::running as process_running;
 use self::config::{NodePorts, etcd_args, haproxy_cfg, patroni_yml};
+pub use self::os::running as process_running;
 pub use self::probe::PrimaryWatch;
 pub use self::rest::Member;
 use crate::common::checks::poll_until;
@@ -85,7 +85,10 @@ impl HaCluster {
             Path::new(PG_BIN).join("postgres").exists(),
             "PostgreSQL 15 is not installed (apt-get install postgresql-15)"
         );
-        let dir = std::env::temp_dir().join(format!("finesettle-ha-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]));
+        let dir = std::env::temp_dir().join(format!(
+            "finesettle-ha-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        ));
         std::fs::create_dir(&dir).expect("create the cluster's directory");
         let reaper = os::spawn_reaper(&dir);
         let (etcd_client, etcd_peer) = (ports::free_port(), ports::free_port());
@@ -148,11 +151,7 @@ impl HaCluster {
         let servers: Vec<(String, NodePorts)> = nodes.iter().map(|n| (n.name.to_owned(), n.ports)).collect();
         let cfg = dir.join("haproxy.cfg");
         std::fs::write(&cfg, haproxy_cfg(proxy, &stats, &servers)).unwrap();
-        let haproxy = spawn_logged(
-            Command::new("haproxy").arg("-f").arg(&cfg).arg("-db"),
-            &dir,
-            "haproxy",
-        );
+        let haproxy = spawn_logged(Command::new("haproxy").arg("-f").arg(&cfg).arg("-db"), &dir, "haproxy");
 
         let cluster = HaCluster {
             dir,
@@ -383,7 +382,10 @@ fn spawn_logged(command: &mut Command, dir: &Path, name: &str) -> Child {
         .unwrap_or_else(|e| panic!("start {name} (apt-get install patroni etcd-server haproxy): {e}"));
     let root = dir
         .ancestors()
-        .find(|d| d.file_name().is_some_and(|n| n.to_string_lossy().starts_with("finesettle-ha-")))
+        .find(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("finesettle-ha-"))
+        })
         .unwrap_or(dir);
     let mut groups = std::fs::OpenOptions::new()
         .create(true)

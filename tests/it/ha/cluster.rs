@@ -44,14 +44,20 @@ async fn held_wal_keeps_a_commit_from_the_standbys_until_released_and_drop_leave
     // Absence takes a while to show: for two seconds, no standby replays the commit.
     let held_until = tokio::time::Instant::now() + Duration::from_secs(2);
     while tokio::time::Instant::now() < held_until {
-        assert_eq!(standbys_replayed(&mut primary, &lsn).await, 0, "a held standby replayed {lsn}");
+        assert_eq!(
+            standbys_replayed(&mut primary, &lsn).await,
+            0,
+            "a held standby replayed {lsn}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
     cluster.release_wal();
-    eventually("both standbys to replay the commit once released", Duration::from_secs(30), async || {
-        standbys_replayed(&mut primary, &lsn).await == 2
-    })
+    eventually(
+        "both standbys to replay the commit once released",
+        Duration::from_secs(30),
+        async || standbys_replayed(&mut primary, &lsn).await == 2,
+    )
     .await;
     primary.close().await.unwrap();
 

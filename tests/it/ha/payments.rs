@@ -107,9 +107,16 @@ async fn post_until_stopped(
             amount_cents: 1_000 + i64::try_from(n).unwrap(),
             acknowledged: None,
         };
-        let url = format!("{}/api/v1/members/{}/payments", bases[n % bases.len()], payment.member_id);
+        let url = format!(
+            "{}/api/v1/members/{}/payments",
+            bases[n % bases.len()],
+            payment.member_id
+        );
         let acknowledged = post_until_created(&client, &url, &payment, &answers).await;
-        sent.push(Sent { acknowledged, ..payment });
+        sent.push(Sent {
+            acknowledged,
+            ..payment
+        });
         tokio::time::sleep(PAUSE).await;
     }
     sent

@@ -52,9 +52,13 @@ impl Walk {
         finesettle::telemetry::init();
         let cluster = HaCluster::start(Replication::Synchronous).await;
         let url = cluster.url(DATABASE);
-        let setup = finesettle::store::database::connect(&url, 2).await.expect("connect through the proxy");
+        let setup = finesettle::store::database::connect(&url, 2)
+            .await
+            .expect("connect through the proxy");
         finesettle::store::database::migrate(&setup).await.expect("migrate");
-        let today = finesettle::store::clock::business_today(&setup, Shanghai).await.unwrap();
+        let today = finesettle::store::clock::business_today(&setup, Shanghai)
+            .await
+            .unwrap();
         let loans = seed(&setup, &recent_loans(seed_number, today)).await;
         slow_dates(&setup, DATE_TAKES).await;
         setup.close().await;
@@ -241,12 +245,11 @@ async fn assert_every_acknowledged_payment_once(pool: &PgPool, record: &Record) 
         .map(|s| s.key.as_str())
         .collect();
     assert!(given_up.is_empty(), "payments never acknowledged: {given_up:?}");
-    let mut entries: Vec<(i64, i64, i64)> = sqlx::query_as(
-        "select id, member_id, -amount_cents from ledger_entry where kind = 'PAYMENT' order by id",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap();
+    let mut entries: Vec<(i64, i64, i64)> =
+        sqlx::query_as("select id, member_id, -amount_cents from ledger_entry where kind = 'PAYMENT' order by id")
+            .fetch_all(pool)
+            .await
+            .unwrap();
     entries.sort_by_key(|(_, _, amount)| *amount);
     let mut expected: Vec<(i64, i64, i64)> = record
         .sent

@@ -8,12 +8,12 @@ use std::process::{Command, Stdio};
 /// The uid and gid of the `postgres` user: PostgreSQL refuses to run as root.
 pub fn postgres_user() -> (u32, u32) {
     let id = |flag: &str| -> u32 {
-        let out = Command::new("id")
-            .args([flag, "postgres"])
-            .output()
-            .expect("run id");
+        let out = Command::new("id").args([flag, "postgres"]).output().expect("run id");
         assert!(out.status.success(), "no postgres user (apt-get install postgresql-15)");
-        String::from_utf8_lossy(&out.stdout).trim().parse().expect("a numeric id")
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("a numeric id")
     };
     (id("-u"), id("-g"))
 }

@@ -18,7 +18,12 @@ static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
 /// A loopback port nothing listens on now.
 pub fn free_port() -> u16 {
     let span = PAST_LAST - FIRST;
-    let _ = NEXT.compare_exchange(u32::MAX, std::process::id() * 16 % span, Ordering::SeqCst, Ordering::SeqCst);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id() * 16 % span,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
     for _ in 0..span {
         let port = FIRST + NEXT.fetch_add(1, Ordering::SeqCst) % span;
         let port = u16::try_from(port).expect("below 32000");

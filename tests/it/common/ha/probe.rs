@@ -63,7 +63,11 @@ impl PrimaryWatch {
         for &(at, primary) in samples.iter() {
             if primary {
                 if let (Some(lost), Some(noticed)) = (last_ok, failing_since) {
-                    let outage = Outage { lost, noticed, back: at };
+                    let outage = Outage {
+                        lost,
+                        noticed,
+                        back: at,
+                    };
                     if longest.is_none_or(|l| outage.duration() > l.duration()) {
                         longest = Some(outage);
                     }
