@@ -101,9 +101,10 @@ pub fn postmaster_pid(data_dir: &Path) -> Option<u32> {
 /// in a session of its own, and each child of the postmaster in turn calls `setsid()`). `Drop`
 /// ends it once it cleaned up itself.
 pub fn spawn_reaper(dir: &Path) -> std::process::Child {
+    // `env kill`: dash's builtin takes no process group (`--`, then `-pgid`); procps' kill does.
     const SCRIPT: &str = r#"
         while kill -0 "$1" 2> /dev/null; do sleep 1; done
-        for g in $(cat "$2/groups" 2> /dev/null); do kill -KILL -- "-$g" 2> /dev/null; done
+        for g in $(cat "$2/groups" 2> /dev/null); do env kill -KILL -- "-$g" 2> /dev/null; done
         for f in "$2"/node*/data/postmaster.pid; do
             p=$(head -1 "$f" 2> /dev/null) && [ -n "$p" ] && kill -KILL "$p" $(ps -o pid= --ppid "$p") 2> /dev/null
         done
