@@ -278,8 +278,13 @@ fn assert_only_unavailable(record: &Record) {
         })
         .map(|a| {
             format!(
-                "{} {:?} {} retry-after {:?}: {}",
-                a.key, a.status, a.content_type, a.retry_after, a.detail
+                "{} {:?} after {:.1} s, {} retry-after {:?}: {}",
+                a.key,
+                a.status,
+                (a.received - a.sent).as_secs_f64(),
+                a.content_type,
+                a.retry_after,
+                a.detail
             )
         })
         .collect();
