@@ -151,6 +151,7 @@ async fn settle(pool: &PgPool, date: NaiveDate, batch_size: i64) -> anyhow::Resu
         start_date: date,
         business_tz: chrono_tz::Asia::Shanghai,
         batch_size,
+        statement_limits: Default::default(),
     };
     let never = CancellationToken::new();
     let report = settlement::settle_dates(pool, &ctx, &[date], &never, &never, ()).await;

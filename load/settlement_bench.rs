@@ -132,6 +132,7 @@ async fn main() -> anyhow::Result<()> {
         start_date: NaiveDate::from_ymd_opt(2026, 1, 1).context("a valid date")?,
         business_tz: chrono_tz::Asia::Shanghai,
         batch_size,
+        statement_limits: Default::default(),
     };
     let never = CancellationToken::new();
     let mut results = Vec::new();

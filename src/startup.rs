@@ -48,7 +48,9 @@ impl Application {
     /// [`Application::build`] with this replica's wall clock read from `clock`: tests give each
     /// replica a shifted or jumping clock.
     pub async fn build_with_clock(settings: Settings, clock: Clock) -> anyhow::Result<Self> {
-        let pool = store::database::connect(&settings.database_url, settings.db_max_connections).await?;
+        let pool =
+            store::database::connect_in(&settings.database_url, &settings.db_schema, settings.db_max_connections)
+                .await?;
         store::database::migrate(&pool).await?;
         let redis = settings.redis_url.as_deref().map(store::redis::pool).transpose()?;
         let listener = TcpListener::bind(settings.http_addr).await?;

@@ -15,7 +15,7 @@ pub fn parse_month(text: &str) -> Result<NaiveDate, String> {
 /// Audits `month` and prints the report. Fails (a non-zero exit) when the month is not final
 /// yet or has differences: a script or a cron wrapper notices either without reading the text.
 pub async fn audit_month(settings: Settings, month: NaiveDate) -> anyhow::Result<()> {
-    let pool = store::database::connect(&settings.database_url, 2).await?;
+    let pool = store::database::connect_in(&settings.database_url, &settings.db_schema, 2).await?;
     store::database::migrate(&pool).await?;
     let report = audit::audit_month(&pool, &AuditConfig::from_settings(&settings), month).await?;
     print!("{report}");

@@ -68,7 +68,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Migrate { contract } => {
             let settings = Settings::from_env()?;
-            let pool = store::database::connect(&settings.database_url, 2).await?;
+            let pool = store::database::connect_in(&settings.database_url, &settings.db_schema, 2).await?;
             if contract {
                 store::database::migrate_contract(&pool).await?;
             } else {

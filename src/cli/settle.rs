@@ -18,7 +18,7 @@ use crate::store;
 /// Settles `from..=to` with a progress bar. Fails when the lock is held elsewhere, a date
 /// failed, or the lease was lost.
 pub async fn settle_range(settings: Settings, from: NaiveDate, to: NaiveDate) -> anyhow::Result<()> {
-    let pool = store::database::connect(&settings.database_url, 4).await?;
+    let pool = store::database::connect_in(&settings.database_url, &settings.db_schema, 4).await?;
     store::database::migrate(&pool).await?;
     let redis = settings.redis_url.as_deref().map(store::redis::pool).transpose()?;
     let job = SettleJob::new(

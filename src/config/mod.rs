@@ -18,6 +18,8 @@ pub use tokens::{ApiTokens, Role};
 
 use env::Env;
 
+use crate::store::session::{Schema, StatementLimits};
+
 /// The default database: the local PostgreSQL of a developer machine. Created when missing.
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/finesettle";
 
@@ -63,6 +65,9 @@ pub struct Settings {
     /// abandons it (rolled back, recorded FAILED, redone by the next fire).
     pub shutdown_grace: Duration,
     pub db_max_connections: u32,
+    /// The schema holding the service's tables (`search_path` of every connection, where the
+    /// migrations create them).
+    pub db_schema: Schema,
 }
 
 /// The nightly settlement job (`settle-fines`).
@@ -78,6 +83,8 @@ pub struct JobSettings {
     pub missed_grace: Duration,
     /// Rows per statement in the accrue and settle steps.
     pub batch_size: i64,
+    /// The limits of each statement of a date's transaction, whatever the database's defaults.
+    pub statement_limits: StatementLimits,
 }
 
 impl Settings {
@@ -108,6 +115,10 @@ impl Settings {
             job_timeout: env.duration("FINESETTLE_JOB_TIMEOUT", "30m")?,
             missed_grace: env.duration("FINESETTLE_MISSED_GRACE", "60m")?,
             batch_size: env.ranged("FINESETTLE_SETTLE_BATCH_SIZE", 20_000, 100, 1_000_000)?,
+            statement_limits: StatementLimits {
+                statement_timeout: env.duration("FINESETTLE_JOB_STATEMENT_TIMEOUT", "10m")?,
+                lock_timeout: env.duration("FINESETTLE_JOB_LOCK_TIMEOUT", "1m")?,
+            },
         };
         if job.lock_at_least_for > job.lock_at_most_for {
             return Err(ConfigError::new(
@@ -155,6 +166,12 @@ impl Settings {
             max_http_connections: env.ranged("FINESETTLE_MAX_HTTP_CONNECTIONS", 512, 1, 100_000)?,
             shutdown_grace: env.duration("FINESETTLE_SHUTDOWN_GRACE", "30s")?,
             db_max_connections: env.ranged("FINESETTLE_DB_MAX_CONNECTIONS", 16, 2, 1000)?,
+            db_schema: env.parse_with(
+                "FINESETTLE_DB_SCHEMA",
+                "public",
+                "a schema name of lower-case letters, digits and _, not starting with a digit or pg_",
+                Schema::parse,
+            )?,
         })
     }
 }
@@ -192,6 +209,17 @@ mod tests {
         assert_eq!(s.job.lock_backend, LockBackend::Postgres);
         assert_eq!(s.max_clock_skew, Duration::from_secs(5));
         assert!(s.api_tokens.is_empty());
+        assert_eq!(s.db_schema.as_str(), "public");
+        assert_eq!(s.job.statement_limits.statement_timeout, Duration::from_secs(600));
+        assert_eq!(s.job.statement_limits.lock_timeout, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn the_schema_is_a_plain_identifier() {
+        let s = settings(&[("FINESETTLE_DB_SCHEMA", "library")]).unwrap();
+        assert_eq!(s.db_schema.as_str(), "library");
+        let err = settings(&[("FINESETTLE_DB_SCHEMA", "Library; drop")]).unwrap_err();
+        assert!(err.to_string().contains("FINESETTLE_DB_SCHEMA"), "{err}");
     }
 
     #[test]

@@ -10,6 +10,12 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::store::failure::{Conflict, DbFailure};
+
+/// `Retry-After` of every 503: a failover leaves about ten seconds without a primary, and a
+/// client that retries every two seconds is back within one of its end.
+pub const RETRY_AFTER_SECONDS: u16 = 2;
+
 /// A field that failed validation, named as in the request body or query.
 #[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
 pub struct FieldError {
@@ -102,8 +108,12 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Database(sqlx::Error::PoolTimedOut) => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Database(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Database(error) => match DbFailure::of(error) {
+                DbFailure::Unavailable | DbFailure::Retryable => StatusCode::SERVICE_UNAVAILABLE,
+                DbFailure::Check => StatusCode::UNPROCESSABLE_ENTITY,
+                DbFailure::Other => StatusCode::INTERNAL_SERVER_ERROR,
+            },
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -118,19 +128,33 @@ impl ApiError {
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::Unavailable(_) => "unavailable",
-            ApiError::Database(sqlx::Error::PoolTimedOut) => "unavailable",
-            ApiError::Database(_) | ApiError::Internal(_) => "internal_error",
+            ApiError::Database(_) => match self.status() {
+                StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+                StatusCode::UNPROCESSABLE_ENTITY => "invalid_fields",
+                _ => "internal_error",
+            },
+            ApiError::Internal(_) => "internal_error",
         }
     }
 
     pub fn problem(&self) -> Problem {
         let status = self.status();
+        let errors = match self {
+            ApiError::Invalid(errors) => errors.clone(),
+            ApiError::Database(error) if status == StatusCode::UNPROCESSABLE_ENTITY => vec![checked_field(error)],
+            _ => Vec::new(),
+        };
         let detail = match self {
-            // Never echo an internal error: it may name tables, hosts or values.
-            ApiError::Database(sqlx::Error::PoolTimedOut) => "the database is busy; retry shortly".to_owned(),
-            ApiError::Database(_) | ApiError::Internal(_) => {
-                "internal error; quote the x-request-id header when reporting it".to_owned()
-            }
+            // Never echo a database error: it may name tables, hosts or values.
+            ApiError::Database(error) => match DbFailure::of(error) {
+                DbFailure::Unavailable => "the database is unavailable; retry shortly".to_owned(),
+                DbFailure::Retryable => {
+                    "the database kept refusing the change for conflicting ones; retry shortly".to_owned()
+                }
+                DbFailure::Check => ApiError::Invalid(errors.clone()).to_string(),
+                DbFailure::Other => internal_detail(),
+            },
+            ApiError::Internal(_) => internal_detail(),
             other => other.to_string(),
         };
         Problem {
@@ -139,19 +163,55 @@ impl ApiError {
             status: status.as_u16(),
             detail,
             code: self.code().to_owned(),
-            errors: match self {
-                ApiError::Invalid(errors) => errors.clone(),
-                _ => Vec::new(),
-            },
+            errors,
         }
+    }
+}
+
+/// A request's transaction that lost a race runs again ([`crate::store::failure::Retries`]).
+impl Conflict for ApiError {
+    fn is_conflict(&self) -> bool {
+        matches!(self, ApiError::Database(error) if error.is_conflict())
+    }
+}
+
+fn internal_detail() -> String {
+    "internal error; quote the x-request-id header when reporting it".to_owned()
+}
+
+/// The request fields the database's check constraints guard, by constraint name: the handlers
+/// validate each first, so the database refuses one only when the two disagree (a database whose
+/// encoding counts bytes, say, which `serve` now refuses at start).
+const CHECKED_FIELDS: [(&str, &str); 7] = [
+    ("book_title_not_blank", "title"),
+    ("book_isbn_shape", "isbn"),
+    ("member_name_not_blank", "name"),
+    ("member_email_shape", "email"),
+    ("loan_due_not_before_borrowed", "due_on"),
+    ("loan_returned_not_before_borrowed", "returned_at"),
+    ("ledger_entry_sign", "amount_cents"),
+];
+
+/// The field a check violation names, or the body as a whole for a constraint no field maps to.
+fn checked_field(error: &sqlx::Error) -> FieldError {
+    let constraint = match error {
+        sqlx::Error::Database(db) => db.constraint().unwrap_or_default(),
+        _ => "",
+    };
+    match CHECKED_FIELDS.iter().find(|(name, _)| *name == constraint) {
+        Some((_, field)) => FieldError::new(*field, format!("is not accepted by the database ({constraint})")),
+        None => FieldError::new("body", "a value is not accepted by the database"),
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        if status.is_server_error() {
-            // The one place internal errors are logged; the request span adds the request id.
+        // The one place server errors are logged; the request span adds the request id. An
+        // unavailable dependency is expected during a failover, and is not a bug.
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            tracing::warn!(error = ?self, "request refused: unavailable");
+        } else if status.is_server_error() {
             tracing::error!(error = ?self, "request failed");
         }
         problem_response(status, self.problem())
@@ -169,6 +229,11 @@ pub fn problem_response(status: StatusCode, problem: Problem) -> Response {
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
     }
     response
 }

@@ -5,8 +5,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use serde_json::{Value, json};
+use sqlx::PgPool;
 
 use crate::state::AppState;
+use crate::store::failure;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -24,14 +26,16 @@ async fn healthz() -> axum::Json<Value> {
     }))
 }
 
-/// The process can do its work: the database answers (and Redis, when configured).
+/// The process can do its work: the database answers and accepts writes (and Redis answers, when
+/// configured). A read-only node (a demoted primary, a proxy pointing at a standby) is not ready:
+/// every write would fail, so the load balancer should send the requests elsewhere.
 async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Value>) {
-    let database = sqlx::query("select 1").execute(&state.pool).await.is_ok();
+    let database = database_state(&state.pool).await;
     let redis = match &state.redis {
         None => None,
         Some(pool) => Some(crate::store::redis::ping(pool).await),
     };
-    let ready = database && redis.unwrap_or(true);
+    let ready = database == "ok" && redis.unwrap_or(true);
     let status = if ready {
         StatusCode::OK
     } else {
@@ -39,8 +43,25 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Value>
     };
     let body = json!({
         "status": if ready { "ready" } else { "not ready" },
-        "database": if database { "ok" } else { "unreachable" },
+        "database": database,
         "redis": redis.map(|ok| if ok { "ok" } else { "unreachable" }),
     });
     (status, axum::Json(body))
+}
+
+/// `ok`, `read-only` or `unreachable`. A read-only node is remembered, so that the pool drops the
+/// connections still on it (store::failure).
+async fn database_state(pool: &PgPool) -> &'static str {
+    let read_only = match pool.acquire().await {
+        Ok(mut connection) => failure::on_read_only_node(&mut connection).await,
+        Err(error) => Err(error),
+    };
+    match read_only {
+        Ok(false) => "ok",
+        Ok(true) => {
+            failure::saw_read_only();
+            "read-only"
+        }
+        Err(_) => "unreachable",
+    }
 }

@@ -17,6 +17,7 @@ use sqlx::{PgConnection, PgPool};
 use super::auth::Caller;
 use super::error::ApiError;
 use super::response::Created;
+use crate::store::failure::Retries;
 use crate::store::idempotency::{self, Claim, KeyRef, Stored};
 
 /// The optional `Idempotency-Key` header (1 to 255 visible ASCII characters), with the caller it
@@ -68,19 +69,47 @@ pub enum Once<T> {
 
 impl IdempotencyKey {
     /// Creates something at most once per key. In one transaction: claims the key on `scope`
-    /// (the route, e.g. `POST /api/v1/loans`) for `request`, runs `create`, and stores its
+    /// (the route, e.g. `POST /api/v1/loans`) for `request`, runs what `create` makes (a
+    /// closure per run of the transaction: an async closure called twice cannot yet promise a
+    /// `Send` future), and stores its
     /// response with the key; the key, the effect and the stored response commit together or
     /// not at all. A retry with the key and the same body is answered the stored response, and
-    /// `create` does not run. Without a key, `create` simply runs in the transaction.
-    pub async fn create_once<T: Serialize>(
+    /// `create` does not run. Without a key, `create` simply runs in the transaction. A
+    /// transaction that loses a race (serialization failure, deadlock) runs again, a few times.
+    pub async fn create_once<T: Serialize, C>(
         self,
         pool: &PgPool,
         scope: impl Into<String>,
         request: &impl Serialize,
+        create: impl Fn() -> C,
+    ) -> Result<Once<T>, ApiError>
+    where
+        C: AsyncFnOnce(&mut PgConnection) -> Result<Created<T>, ApiError>,
+    {
+        let scope = scope.into();
+        let mut retries = Retries::default();
+        loop {
+            // The whole transaction again if it lost a race: it rolled back, nothing of it stays.
+            match self
+                .clone()
+                .once_in_transaction(pool, scope.clone(), request, create())
+                .await
+            {
+                Err(error) if retries.again(&error).await => continue,
+                done => return done,
+            }
+        }
+    }
+
+    async fn once_in_transaction<T: Serialize>(
+        self,
+        pool: &PgPool,
+        scope: String,
+        request: &impl Serialize,
         create: impl AsyncFnOnce(&mut PgConnection) -> Result<Created<T>, ApiError>,
     ) -> Result<Once<T>, ApiError> {
         let mut tx = pool.begin().await?;
-        let keyed = match self.begin(&mut tx, scope.into(), request).await? {
+        let keyed = match self.begin(&mut tx, scope, request).await? {
             Begin::Proceed(keyed) => keyed,
             Begin::Replay(response) => return Ok(Once::Replayed(response)),
         };

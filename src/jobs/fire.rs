@@ -446,6 +446,7 @@ impl Planned {
             start_date: plan.start_date,
             business_tz: inner.planner.business_tz,
             batch_size: inner.batch_size,
+            statement_limits: inner.statement_limits,
         };
         let report = walk::settle(job, &context, &plan.dates, &keeper, progress).await;
         // Stopped first: a lease that ran out while the walk was ending is lost too.

@@ -35,6 +35,7 @@ use crate::domain::{SETTLE_FINES, TaskName};
 use crate::lock::{JobLock, LockSpec};
 use crate::schedule::{CronSchedule, ScheduleError};
 use crate::settlement::Trigger;
+use crate::store::session::StatementLimits;
 
 pub use fire::{Activity, Refused, RunReport, Started};
 pub use hooks::{Hooks, Walked};
@@ -56,6 +57,8 @@ struct Inner {
     /// Which dates a fire settles.
     planner: Planner,
     batch_size: i64,
+    /// The limits of each statement of a date's transaction.
+    statement_limits: StatementLimits,
     /// What runs after each walk.
     hooks: Hooks,
     /// Held for the whole of a fire: the job never overlaps itself within one process.
@@ -99,6 +102,7 @@ impl SettleJob {
                 },
                 schedule: CronSchedule::parse(&job.settle_cron, settings.business_tz)?,
                 batch_size: job.batch_size,
+                statement_limits: job.statement_limits,
                 hooks,
                 running: Arc::new(Mutex::new(())),
                 activity: std::sync::Mutex::new(Activity::Starting { trigger: Trigger::Cron }),

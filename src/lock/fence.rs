@@ -62,6 +62,7 @@ use std::time::Duration;
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, Transaction};
 
 use crate::domain::{FencingToken, TaskName};
+use crate::store::session::StatementLimits;
 
 /// How long a fenced transaction may sit idle between two statements before the database ends its
 /// session. Set by [`begin`]; a caller that needs longer may `set local` it again afterwards.
@@ -70,12 +71,23 @@ pub const FENCED_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Opens a transaction for [`guard`], with [`FENCED_IDLE_TIMEOUT`] in force from its first moment
 /// (see the module docs: one message, so no instant of it is without the limit).
 pub async fn begin(pool: &PgPool) -> sqlx::Result<Transaction<'static, Postgres>> {
+    pool.begin_with(AssertSqlSafe(begin_statement())).await
+}
+
+/// [`begin`] with `limits` on each of the transaction's statements, set in the same message: a
+/// date's transaction, whose statements a DBA's `statement_timeout` must not cut short and a
+/// stuck lock must not hold for ever (`FINESETTLE_JOB_STATEMENT_TIMEOUT`, `_LOCK_TIMEOUT`).
+pub async fn begin_limited(pool: &PgPool, limits: &StatementLimits) -> sqlx::Result<Transaction<'static, Postgres>> {
+    let statement = format!("{}; {}", begin_statement(), limits.set_local());
+    pool.begin_with(AssertSqlSafe(statement)).await
+}
+
+fn begin_statement() -> String {
     // SET takes no bound parameters; the value is our own constant, in milliseconds.
-    let statement = format!(
+    format!(
         "begin; set local idle_in_transaction_session_timeout = {}",
         FENCED_IDLE_TIMEOUT.as_millis()
-    );
-    pool.begin_with(AssertSqlSafe(statement)).await
+    )
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

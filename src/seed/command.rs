@@ -8,7 +8,7 @@ use crate::format::thousands;
 use crate::store;
 
 pub async fn run(settings: Settings, options: SeedOptions) -> anyhow::Result<()> {
-    let pool = store::database::connect(&settings.database_url, 2).await?;
+    let pool = store::database::connect_in(&settings.database_url, &settings.db_schema, 2).await?;
     store::database::migrate(&pool).await?;
     let policy = Policy {
         business_tz: settings.business_tz,

@@ -66,6 +66,8 @@ use chrono_tz::Tz;
 
 use crate::domain::{FencingToken, TaskName};
 use crate::lock::{FenceError, Fenced};
+use crate::store::failure::Conflict;
+use crate::store::session::StatementLimits;
 
 pub use date::settle_date;
 pub use records::Trigger;
@@ -90,6 +92,9 @@ pub struct RunContext {
     pub business_tz: Tz,
     /// Rows per statement in the accrue and settle steps (`FINESETTLE_SETTLE_BATCH_SIZE`).
     pub batch_size: i64,
+    /// The limits of each statement of a date's transaction (`FINESETTLE_JOB_STATEMENT_TIMEOUT`,
+    /// `FINESETTLE_JOB_LOCK_TIMEOUT`).
+    pub statement_limits: StatementLimits,
 }
 
 /// What one business date wrote.
@@ -135,6 +140,13 @@ pub enum SettleError {
     RecordGone(i64),
     #[error(transparent)]
     Db(#[from] sqlx::Error),
+}
+
+/// A date whose transaction lost a race runs again ([`crate::store::failure::Retries`]).
+impl Conflict for SettleError {
+    fn is_conflict(&self) -> bool {
+        matches!(self, SettleError::Db(error) if error.is_conflict())
+    }
 }
 
 impl From<FenceError> for SettleError {

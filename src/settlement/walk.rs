@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::records::{self, StartOutcome};
 use super::{DateCounts, RunContext, SettleError, date, settle_date};
 use crate::lock::{FenceError, fence};
+use crate::store::failure::Retries;
 
 /// How one date of a walk ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
@@ -213,7 +214,16 @@ async fn run_one(
     };
     observer.started(date, execution_id);
     outcome.execution_id = Some(execution_id);
-    match run_date(pool, ctx, date, execution_id, abort).await {
+    let mut retries = Retries::default();
+    let settled = loop {
+        // A date's transaction that lost a race (a deadlock, a serialization failure under a
+        // stricter isolation) rolled back whole: it runs again before the date counts as failed.
+        match run_date(pool, ctx, date, execution_id, abort).await {
+            Err(error) if retries.again(&error).await => continue,
+            settled => break settled,
+        }
+    };
+    match settled {
         Ok(counts) => {
             outcome.status = DateStatus::Success;
             outcome.rows = counts.affected_rows();
@@ -256,7 +266,7 @@ async fn run_date(
     execution_id: i64,
     abort: &CancellationToken,
 ) -> Result<DateCounts, SettleError> {
-    let mut tx = fence::begin(pool).await?;
+    let mut tx = fence::begin_limited(pool, &ctx.statement_limits).await?;
     let result = async {
         let counts = settle_date(&mut tx, ctx, date, abort).await?;
         if !records::succeed(&mut tx, execution_id, counts.affected_rows()).await? {
@@ -289,7 +299,7 @@ pub async fn settle_changes(
     ctx: &RunContext,
     abort: &CancellationToken,
 ) -> Result<Option<DateCounts>, SettleError> {
-    let mut tx = fence::begin(pool).await?;
+    let mut tx = fence::begin_limited(pool, &ctx.statement_limits).await?;
     match date::settle_changes(&mut tx, ctx, abort).await {
         Ok(counts) => {
             tx.commit().await?;

@@ -13,6 +13,7 @@ pub mod clock;
 pub mod dashboard;
 pub mod database;
 pub mod executions;
+pub mod failure;
 pub mod fines;
 pub mod ledger;
 pub mod loans;
@@ -22,6 +23,7 @@ pub mod reads;
 pub mod replica_clocks;
 mod rows;
 pub mod schema;
+pub mod session;
 pub mod start_date;
 
 /// A validated page request: the rows after id `after`, at most `limit` of them.

@@ -14,7 +14,9 @@
 //! - pinged before use when it sat idle longer than [`IDLE_CHECK`] (what `test_before_acquire`
 //!   protects against: a server restarted or a connection cut while nobody used it);
 //! - dropped, and replaced from the pool at its next use, after any error that is not the
-//!   database's answer to the statement ([`ReadConnection::check`]);
+//!   database's answer to the statement or says the server is going away
+//!   ([`ReadConnection::check`]), and while a read-only node was met lately (a failover:
+//!   `store::failure`);
 //! - safe after a cancelled statement (a request timed out, a client gone): sqlx reads whatever
 //!   the server still sends for it before the next statement starts;
 //! - given back to the pool by [`ReadConnections::close`], before the pool closes.
@@ -29,6 +31,8 @@ use std::time::{Duration, Instant};
 use sqlx::pool::PoolConnection;
 use sqlx::{Connection, PgConnection, PgPool, Postgres};
 use tokio::sync::{Mutex, OwnedMutexGuard};
+
+use super::failure::{self, DbFailure};
 
 /// A slot's connection idle longer than this is pinged before it is lent again.
 pub const IDLE_CHECK: Duration = Duration::from_secs(1);
@@ -83,6 +87,11 @@ impl ReadConnections {
                 let Ok(mut slot) = Arc::clone(slot).try_lock_owned() else {
                     continue;
                 };
+                // After a read-only node was met (a failover), a slot's connection goes back to
+                // the pool, which drops it if it is on such a node: reads follow the primary.
+                if failure::read_only_lately() {
+                    slot.connection = None;
+                }
                 let idle = slot.last_used.elapsed() > IDLE_CHECK;
                 if idle
                     && let Some(connection) = slot.connection.as_mut()
@@ -119,10 +128,12 @@ enum Lent {
 
 impl ReadConnection {
     /// Passes `result` on; after an error that is not the database's answer (the connection
-    /// broke, the protocol went wrong), the slot's connection is dropped, to be replaced.
+    /// broke, the protocol went wrong) or says the server is going away, the slot's connection
+    /// is dropped, to be replaced.
     pub fn check<T>(&mut self, result: sqlx::Result<T>) -> sqlx::Result<T> {
         if let (Err(error), Lent::Slot(slot)) = (&result, &mut self.0)
-            && !matches!(error, sqlx::Error::Database(_) | sqlx::Error::RowNotFound)
+            && (!matches!(error, sqlx::Error::Database(_) | sqlx::Error::RowNotFound)
+                || DbFailure::of(error) == DbFailure::Unavailable)
         {
             slot.connection = None;
         }

@@ -20,6 +20,7 @@ mod alerts;
 mod api;
 mod containers;
 mod dashboard;
+mod database;
 mod ha;
 mod layering;
 mod lock;

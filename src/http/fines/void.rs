@@ -1,5 +1,6 @@
 use axum::extract::State;
 use serde::Deserialize;
+use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use super::Fine;
@@ -10,6 +11,7 @@ use crate::http::resource::{NoSuch, not_found};
 use crate::http::text_field::{Controls, text_field};
 use crate::state::AppState;
 use crate::store;
+use crate::store::failure::Retries;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -49,7 +51,37 @@ pub async fn void_fine(
     Json(body): Json<VoidFine>,
 ) -> Result<Json<Fine>, ApiError> {
     let reason = body.validate()?;
-    let mut tx = state.pool.begin().await?;
+    let mut retries = Retries::default();
+    let Voided {
+        fine,
+        previous_status,
+        reversal,
+    } = loop {
+        match void_once(&state.pool, id, reason).await {
+            Err(error) if retries.again(&error).await => continue,
+            done => break done?,
+        }
+    };
+    tracing::info!(
+        fine.id = fine.id,
+        fine.previous_status = %previous_status,
+        ledger_entry.id = reversal,
+        "fine voided"
+    );
+    Ok(Json(fine))
+}
+
+/// What a void changed.
+struct Voided {
+    fine: Fine,
+    previous_status: FineStatus,
+    /// The REVERSAL entry posted, for a SETTLED fine.
+    reversal: Option<i64>,
+}
+
+/// The void's one transaction; run again by the handler if it loses a race.
+async fn void_once(pool: &PgPool, id: i64, reason: &str) -> Result<Voided, ApiError> {
+    let mut tx = pool.begin().await?;
     // Under the row lock the status cannot change before the update below: a concurrent void
     // waits here and then finds the fine VOID.
     let current = store::fines::lock(&mut tx, id).await?.ok_or_else(not_found::<Fine>)?;
@@ -72,11 +104,9 @@ pub async fn void_fine(
         None
     };
     tx.commit().await?;
-    tracing::info!(
-        fine.id = fine.id,
-        fine.previous_status = %current.status,
-        ledger_entry.id = reversal,
-        "fine voided"
-    );
-    Ok(Json(fine))
+    Ok(Voided {
+        fine,
+        previous_status: current.status,
+        reversal,
+    })
 }

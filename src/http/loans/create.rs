@@ -85,20 +85,22 @@ pub async fn create_loan(
     key: IdempotencyKey,
     Json(body): Json<NewLoan>,
 ) -> Result<Response, ApiError> {
-    let lend = async |tx: &mut PgConnection| {
-        let today = store::clock::business_today(&mut *tx, state.settings.business_tz).await?;
-        let terms = body.terms(today, state.settings.daily_fine_cents)?;
-        let row = store::loans::insert(tx, &terms)
-            .await
-            .on_constraint("loan_one_open_per_book", || {
-                ApiError::conflict("book_already_lent", "this book is on an open loan; return it first")
-            })
-            .on_constraint("loan_member_id_fkey", || {
-                ApiError::invalid("member_id", "no such member")
-            })
-            .on_constraint("loan_book_id_fkey", || ApiError::invalid("book_id", "no such book"))?;
-        let loan = Loan::new(row, today);
-        Ok(Created::new(loan.location(), loan))
+    let lend = || {
+        async |tx: &mut PgConnection| {
+            let today = store::clock::business_today(&mut *tx, state.settings.business_tz).await?;
+            let terms = body.terms(today, state.settings.daily_fine_cents)?;
+            let row = store::loans::insert(tx, &terms)
+                .await
+                .on_constraint("loan_one_open_per_book", || {
+                    ApiError::conflict("book_already_lent", "this book is on an open loan; return it first")
+                })
+                .on_constraint("loan_member_id_fkey", || {
+                    ApiError::invalid("member_id", "no such member")
+                })
+                .on_constraint("loan_book_id_fkey", || ApiError::invalid("book_id", "no such book"))?;
+            let loan = Loan::new(row, today);
+            Ok(Created::new(loan.location(), loan))
+        }
     };
     let created = match key.create_once(&state.pool, IDEMPOTENCY_SCOPE, &body, lend).await? {
         Once::Created(created) => created,

@@ -15,6 +15,7 @@ use crate::http::extract::{Json, Path};
 use crate::http::resource::{NoSuch, not_found};
 use crate::state::AppState;
 use crate::store;
+use crate::store::failure::Retries;
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -62,11 +63,18 @@ pub async fn return_loan(
         ));
     }
     let returned_on = business_date(returned_at, tz);
-    let returned = store::loans::mark_returned(&state.pool, id, returned_at, returned_on)
-        .await
-        .on_constraint("loan_returned_not_before_borrowed", || {
-            ApiError::invalid("returned_at", "must not be before the loan's borrowed_on")
-        })?;
+    let mut retries = Retries::default();
+    let returned = loop {
+        // One statement; run again if it loses a race (a deadlock, or a serialization failure).
+        let marked = store::loans::mark_returned(&state.pool, id, returned_at, returned_on).await;
+        match marked {
+            Err(error) if retries.again(&error).await => continue,
+            done => break done,
+        }
+    }
+    .on_constraint("loan_returned_not_before_borrowed", || {
+        ApiError::invalid("returned_at", "must not be before the loan's borrowed_on")
+    })?;
     match returned {
         Some(row) => {
             tracing::info!(loan.id = row.id.0, %returned_on, "book returned");

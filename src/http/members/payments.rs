@@ -78,13 +78,15 @@ pub async fn create_payment(
 ) -> Result<Response, ApiError> {
     let amount_cents = body.validate()?;
     let scope = format!("POST /api/v1/members/{member_id}/payments");
-    let pay = async |tx: &mut PgConnection| {
-        if !store::ledger::lock_account(tx, member_id).await? {
-            return Err(not_found::<Member>());
+    let pay = || {
+        async |tx: &mut PgConnection| {
+            if !store::ledger::lock_account(tx, member_id).await? {
+                return Err(not_found::<Member>());
+            }
+            let entry = store::ledger::insert_payment(tx, member_id, amount_cents).await?;
+            let balance_cents = store::ledger::balance(&mut *tx, member_id).await?;
+            Ok(Created::without_location(Payment { entry, balance_cents }))
         }
-        let entry = store::ledger::insert_payment(tx, member_id, amount_cents).await?;
-        let balance_cents = store::ledger::balance(&mut *tx, member_id).await?;
-        Ok(Created::without_location(Payment { entry, balance_cents }))
     };
     let payment = match idempotency_key.create_once(&state.pool, scope, &body, pay).await? {
         Once::Created(payment) => payment,

@@ -86,6 +86,17 @@ impl TestDatabase {
         &self.inner.url
     }
 
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The server's maintenance database (`postgres`): for what cannot run inside the test's own
+    /// database (altering or recreating it).
+    pub fn maintenance_url(&self) -> &str {
+        &self.inner.maintenance_url
+    }
+
     /// Another handle on the same database (for a second replica).
     pub fn share(&self) -> Self {
         TestDatabase {

@@ -71,6 +71,7 @@ pub fn ctx(token: i64) -> RunContext {
         start_date: start(),
         business_tz: chrono_tz::Asia::Shanghai,
         batch_size: BATCH,
+        statement_limits: Default::default(),
     }
 }
 

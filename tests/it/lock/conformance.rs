@@ -457,6 +457,7 @@ impl<'a> Replay<'a> {
             start_date: date(0),
             business_tz: chrono_tz::Asia::Shanghai,
             batch_size: 1000,
+            statement_limits: Default::default(),
         }
     }
 

@@ -118,6 +118,7 @@ async fn a_takeover_during_a_long_date_waits_for_it_and_then_fences_the_old_hold
         start_date: from,
         business_tz: chrono_tz::Asia::Shanghai,
         batch_size: 100,
+        statement_limits: Default::default(),
     };
 
     // Holder a walks the dates; nothing renews its lease but the one renewal below.
