@@ -91,11 +91,13 @@ impl HaCluster {
         ));
         std::fs::create_dir(&dir).expect("create the cluster's directory");
         let reaper = os::spawn_reaper(&dir);
+        let groups = dir.join(os::GROUPS);
         let (etcd_client, etcd_peer) = (ports::free_port(), ports::free_port());
         let etcd = spawn_logged(
             Command::new("etcd").args(etcd_args(&dir.join("etcd"), etcd_client, etcd_peer)),
             &dir,
             "etcd",
+            &groups,
         );
         let http = rest::http_client();
         poll_until("etcd to answer", START_WITHIN, async || {
@@ -137,7 +139,7 @@ impl HaCluster {
                 .env("LC_ALL", "C.UTF-8")
                 .uid(uid)
                 .gid(gid);
-            let patroni = spawn_logged(&mut command, &node_dir, "patroni");
+            let patroni = spawn_logged(&mut command, &node_dir, "patroni", &groups);
             nodes.push(Node {
                 name,
                 ports,
@@ -151,7 +153,12 @@ impl HaCluster {
         let servers: Vec<(String, NodePorts)> = nodes.iter().map(|n| (n.name.to_owned(), n.ports)).collect();
         let cfg = dir.join("haproxy.cfg");
         std::fs::write(&cfg, haproxy_cfg(proxy, &stats, &servers)).unwrap();
-        let haproxy = spawn_logged(Command::new("haproxy").arg("-f").arg(&cfg).arg("-db"), &dir, "haproxy");
+        let haproxy = spawn_logged(
+            Command::new("haproxy").arg("-f").arg(&cfg).arg("-db"),
+            &dir,
+            "haproxy",
+            &groups,
+        );
 
         let cluster = HaCluster {
             dir,
@@ -195,12 +202,6 @@ impl HaCluster {
         .await
     }
 
-    /// Waits until a leader runs and HAProxy has it, and only it, UP; answers its name.
-    pub async fn wait_serving(&self) -> String {
-        self.wait_until("a leader, and HAProxy routing to it alone", FAILOVER_WITHIN, |_| true)
-            .await
-    }
-
     /// Waits until a node other than `old_leader` leads, and HAProxy has it, and only it, UP;
     /// answers its name. Right after a fault the old leader may still be reported: Patroni
     /// notices at its next loop, HAProxy at its next checks.
@@ -212,9 +213,11 @@ impl HaCluster {
         .await
     }
 
-    /// The name of the node Patroni holds as leader now, once the proxy routes to it.
+    /// The name of the node Patroni holds as leader, once it runs and HAProxy has it, and only
+    /// it, UP.
     pub async fn leader(&self) -> String {
-        self.wait_serving().await
+        self.wait_until("a leader, and HAProxy routing to it alone", FAILOVER_WITHIN, |_| true)
+            .await
     }
 
     /// Patroni's planned switchover away from the current leader (`POST /switchover`), to the
@@ -369,10 +372,10 @@ impl Drop for HaCluster {
     }
 }
 
-/// Spawns `command` in a process group of its own, its output in `dir/<name>.log`, and records
-/// the group in the cluster's `groups` file for the reaper.
-fn spawn_logged(command: &mut Command, dir: &Path, name: &str) -> Child {
-    let log = File::create(dir.join(format!("{name}.log"))).expect("create a log file");
+/// Spawns `command` in a process group of its own, its output in `log_dir/<name>.log`, and
+/// appends the group to `groups`, the file the reaper reads.
+fn spawn_logged(command: &mut Command, log_dir: &Path, name: &str, groups: &Path) -> Child {
+    let log = File::create(log_dir.join(format!("{name}.log"))).expect("create a log file");
     let child = command
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
@@ -380,17 +383,10 @@ fn spawn_logged(command: &mut Command, dir: &Path, name: &str) -> Child {
         .process_group(0)
         .spawn()
         .unwrap_or_else(|e| panic!("start {name} (apt-get install patroni etcd-server haproxy): {e}"));
-    let root = dir
-        .ancestors()
-        .find(|d| {
-            d.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("finesettle-ha-"))
-        })
-        .unwrap_or(dir);
     let mut groups = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(root.join("groups"))
+        .open(groups)
         .unwrap();
     writeln!(groups, "{}", child.id()).unwrap();
     child

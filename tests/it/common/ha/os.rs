@@ -93,6 +93,9 @@ pub fn postmaster_pid(data_dir: &Path) -> Option<u32> {
     running(pid).then_some(pid)
 }
 
+/// The file in the cluster's directory listing the process groups the harness started.
+pub const GROUPS: &str = "groups";
+
 /// A detached shell, in a process group of its own, that waits for this test process to end
 /// and then kills what it started and removes `dir`: the cleanup of `Drop` when the process was
 /// killed (a nextest timeout, Ctrl-C) and did not unwind. The processes it kills are named by
