@@ -5,17 +5,23 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// The uid and gid of the `postgres` user: PostgreSQL refuses to run as root.
+/// The uid and gid of the `postgres` user: PostgreSQL refuses to run as root, and only root
+/// can start a process as another user.
 pub fn postgres_user() -> (u32, u32) {
-    let id = |flag: &str| -> u32 {
-        let out = Command::new("id").args([flag, "postgres"]).output().expect("run id");
+    let id = |args: &[&str]| -> u32 {
+        let out = Command::new("id").args(args).output().expect("run id");
         assert!(out.status.success(), "no postgres user (apt-get install postgresql-15)");
         String::from_utf8_lossy(&out.stdout)
             .trim()
             .parse()
             .expect("a numeric id")
     };
-    (id("-u"), id("-g"))
+    assert_eq!(
+        id(&["-u"]),
+        0,
+        "the HA cluster's harness runs as root, to start Patroni and PostgreSQL as the postgres user"
+    );
+    (id(&["-u", "postgres"]), id(&["-g", "postgres"]))
 }
 
 /// Sends `signal` (`KILL`, `STOP`, `CONT`) to the process group `pgid`. Errors are ignored: the
