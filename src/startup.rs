@@ -14,6 +14,7 @@ use crate::alerts::{self, AlertWorkerConfig};
 use crate::audit::{self, AuditConfig};
 use crate::clock::{Clock, DatabaseTime};
 use crate::config::Settings;
+use crate::failover::{self, FailoverRules, FailoverWatch};
 use crate::jobs::scheduler::Scheduler;
 use crate::jobs::{Hooks, SettleJob, Walked};
 use crate::lock::JobLock;
@@ -24,18 +25,38 @@ use crate::{store, telemetry};
 /// What the job runs after each walk, for `serve` and the CLI alike: the audit of the months
 /// the walk made final.
 pub fn job_hooks(pool: &PgPool, settings: &Settings) -> Hooks {
+    audit_after_walk(Hooks::default(), pool, settings)
+}
+
+fn audit_after_walk(hooks: Hooks, pool: &PgPool, settings: &Settings) -> Hooks {
     let pool = pool.clone();
     let config = AuditConfig::from_settings(settings);
-    Hooks::default().after_walk(move |walked: Walked| {
+    hooks.after_walk(move |walked: Walked| {
         let (pool, config) = (pool.clone(), config.clone());
         async move { audit::audit_finalised_months(&pool, &config, &walked.settled, &walked.shutdown).await }
     })
+}
+
+/// The hooks that let `watch` remember what this replica saw acknowledged: each token granted,
+/// each date settled (before the audit, which may take a while).
+fn remembered_by(watch: &FailoverWatch) -> Hooks {
+    let granted = watch.clone();
+    let settled = watch.clone();
+    Hooks::default()
+        .on_granted(move |token| granted.granted(token))
+        .after_walk(move |walked: Walked| {
+            for date in &walked.settled {
+                settled.settled(*date);
+            }
+            std::future::ready(())
+        })
 }
 
 pub struct Application {
     listener: TcpListener,
     state: AppState,
     alerts: AlertWorkerConfig,
+    failover: FailoverRules,
 }
 
 impl Application {
@@ -48,16 +69,35 @@ impl Application {
     /// [`Application::build`] with this replica's wall clock read from `clock`: tests give each
     /// replica a shifted or jumping clock.
     pub async fn build_with_clock(settings: Settings, clock: Clock) -> anyhow::Result<Self> {
-        let pool =
-            store::database::connect_in(&settings.database_url, &settings.db_schema, settings.db_max_connections)
-                .await?;
+        let watch = FailoverWatch::default();
+        let observer: store::database::ConnectObserver = {
+            let watch = watch.clone();
+            Arc::new(move |identity| watch.connected(identity))
+        };
+        let pool = store::database::connect_observed(
+            &settings.database_url,
+            &settings.db_schema,
+            settings.db_max_connections,
+            Some(observer),
+        )
+        .await?;
         store::database::migrate(&pool).await?;
+        let failover = FailoverRules::from_settings(&settings);
+        // The first check only remembers the identity a promotion will be compared with.
+        if let Err(error) = failover::check(&pool, &watch, &failover).await {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "could not read the database identity; the next check will"
+            );
+        }
+        failover::warn_without_synchronous_standby(&pool).await;
         let redis = settings.redis_url.as_deref().map(store::redis::pool).transpose()?;
         let listener = TcpListener::bind(settings.http_addr).await?;
         let lock = JobLock::from_settings(pool.clone(), redis.clone(), &settings)?;
         // Validated now, so that a bad cron or webhook URL stops the process at start.
         let time = DatabaseTime::new(clock, pool.clone());
-        let job = SettleJob::new(pool.clone(), lock, time, &settings, job_hooks(&pool, &settings))?;
+        let hooks = audit_after_walk(remembered_by(&watch), &pool, &settings);
+        let job = SettleJob::new(pool.clone(), lock, time, &settings, hooks)?;
         let alerts = AlertWorkerConfig::for_settlement(job.schedule(), &settings)?;
         let state = AppState::new(AppStateParts {
             reads: store::reads::ReadConnections::new(pool.clone(), settings.db_max_connections),
@@ -66,11 +106,13 @@ impl Application {
             settings: Arc::new(settings),
             redis,
             job,
+            failover: watch,
         });
         Ok(Application {
             listener,
             state,
             alerts,
+            failover,
         })
     }
 
@@ -99,6 +141,12 @@ impl Application {
             workers.push(tokio::spawn(alerts::run_alert_worker(
                 pool.clone(),
                 self.alerts,
+                stop.clone(),
+            )));
+            workers.push(tokio::spawn(failover::run_failover_watch(
+                pool.clone(),
+                self.state.failover.clone(),
+                self.failover,
                 stop.clone(),
             )));
             if let Some(redis) = self.state.redis.clone() {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use crate::config::{ApiTokens, Settings};
+use crate::failover::FailoverWatch;
 use crate::jobs::SettleJob;
 use crate::store::reads::ReadConnections;
 
@@ -42,4 +43,6 @@ pub struct AppStateParts {
     pub redis: Option<deadpool_redis::Pool>,
     /// The settlement job, for manual runs and the jobs view.
     pub job: SettleJob,
+    /// What this replica last saw of the database, to notice a failover (`crate::failover`).
+    pub failover: FailoverWatch,
 }

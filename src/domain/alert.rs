@@ -31,17 +31,22 @@ upper_snake_enum! {
         /// A replica's clock differs from the database's by more than `FINESETTLE_MAX_CLOCK_SKEW`
         /// (business date = the database's date when it was first seen).
         ClockSkew,
+        /// The database was promoted to a new timeline (a failover) while this service ran;
+        /// acknowledged writes may be lost (business date = the database's date when a replica
+        /// first noticed the timeline).
+        DatabaseFailover,
     }
 }
 
 impl AlertKind {
     /// Every kind, for listings (the active-alert gauge) and parsing.
-    pub const ALL: [AlertKind; 5] = [
+    pub const ALL: [AlertKind; 6] = [
         AlertKind::Failed,
         AlertKind::Timeout,
         AlertKind::Missed,
         AlertKind::Audit,
         AlertKind::ClockSkew,
+        AlertKind::DatabaseFailover,
     ];
 
     /// The stored and wire spelling, and the `kind` label of the active-alert metric.
@@ -109,7 +114,8 @@ pub struct Alert {
     pub state: AlertState,
     pub raised_at: DateTime<Utc>,
     /// Set when the cause went away: a SUCCESS for the date, the run no longer RUNNING, a
-    /// clean re-audit of the month, or every replica's clock back within the limit.
+    /// clean re-audit of the month, every replica's clock back within the limit, or every date
+    /// a failover may have lost settled again.
     pub resolved_at: Option<DateTime<Utc>>,
     /// What happened, for people: the execution, its error, the deadline that passed, the
     /// loans an audit found, the replicas whose clock is off.
@@ -139,7 +145,17 @@ mod tests {
             assert_eq!(serde_json::from_value::<AlertKind>(k.as_str().into()).unwrap(), k);
         }
         let names: Vec<_> = AlertKind::ALL.iter().map(|k| k.as_str()).collect();
-        assert_eq!(names, ["FAILED", "TIMEOUT", "MISSED", "AUDIT", "CLOCK_SKEW"]);
+        assert_eq!(
+            names,
+            [
+                "FAILED",
+                "TIMEOUT",
+                "MISSED",
+                "AUDIT",
+                "CLOCK_SKEW",
+                "DATABASE_FAILOVER"
+            ]
+        );
         for s in [AlertState::Active, AlertState::Resolved] {
             assert_eq!(s.as_str().parse::<AlertState>(), Ok(s));
         }

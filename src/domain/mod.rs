@@ -25,6 +25,7 @@ pub mod audit;
 pub mod backfill;
 pub mod calendar;
 pub mod execution;
+pub mod failover;
 pub mod fine;
 pub mod ids;
 pub mod loan;

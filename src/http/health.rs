@@ -41,11 +41,14 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Value>
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    let body = json!({
+    let mut body = json!({
         "status": if ready { "ready" } else { "not ready" },
         "database": database,
         "redis": redis.map(|ok| if ok { "ok" } else { "unreachable" }),
     });
+    if database == "ok" {
+        body["replication"] = replication_detail(&state.pool).await;
+    }
     (status, axum::Json(body))
 }
 
@@ -63,5 +66,15 @@ async fn database_state(pool: &PgPool) -> &'static str {
             "read-only"
         }
         Err(_) => "unreachable",
+    }
+}
+
+/// `"synchronous"`, `"asynchronous"` (writes this primary acknowledges can be lost by a
+/// failover) or `"none"` (no standby), `null` when it cannot be read; absent while the database
+/// is not `ok`. Detail only: it never changes the readiness status (CONTRACT §5.4).
+async fn replication_detail(pool: &PgPool) -> Value {
+    match crate::failover::report_replication(pool).await {
+        Some(replication) => Value::from(replication.as_str()),
+        None => Value::Null,
     }
 }

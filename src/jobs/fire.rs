@@ -330,7 +330,10 @@ impl Guarded {
     async fn lock(self) -> Result<Locked, Stopped> {
         let inner = &self.fire.job.inner;
         match inner.lock.try_acquire(&inner.spec).await {
-            Ok(Acquired::Won(lease)) => Ok(Locked { guarded: self, lease }),
+            Ok(Acquired::Won(lease)) => {
+                inner.hooks.run_on_granted(lease.fencing_token);
+                Ok(Locked { guarded: self, lease })
+            }
             Ok(Acquired::Held { holder, locked_until }) => {
                 tracing::info!(job.task_name = %inner.spec.task_name, lock.holder = %holder, "lock held by another replica; nothing to do here");
                 let attempt = Attempt {

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 use tokio_util::sync::CancellationToken;
 
+use crate::domain::FencingToken;
+
 /// What a hook is told once a walk is over and the lock released.
 #[derive(Debug, Clone)]
 pub struct Walked {
@@ -22,14 +24,29 @@ pub struct Walked {
 }
 
 type Hook = Arc<dyn Fn(Walked) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+type GrantHook = Arc<dyn Fn(FencingToken) + Send + Sync>;
 
 /// The hooks of a job. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct Hooks {
     after_walk: Vec<Hook>,
+    on_granted: Vec<GrantHook>,
 }
 
 impl Hooks {
+    /// Adds `hook`, told the fencing token of every lock this replica's fires win, at once (it
+    /// must not block): what this replica saw acknowledged, which a failover may have lost.
+    pub fn on_granted(mut self, hook: impl Fn(FencingToken) + Send + Sync + 'static) -> Self {
+        self.on_granted.push(Arc::new(hook));
+        self
+    }
+
+    pub(super) fn run_on_granted(&self, token: FencingToken) {
+        for hook in &self.on_granted {
+            hook(token);
+        }
+    }
+
     /// Adds `hook`, run after every walk that settled at least one date, after the lock was
     /// released (so it delays no other replica), one hook after the other.
     pub fn after_walk<F, Fut>(mut self, hook: F) -> Self
@@ -55,6 +72,7 @@ impl std::fmt::Debug for Hooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hooks")
             .field("after_walk", &self.after_walk.len())
+            .field("on_granted", &self.on_granted.len())
             .finish()
     }
 }

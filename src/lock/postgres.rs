@@ -33,6 +33,16 @@
 //!   update: it only shortens the lease, and a clock read before the wait frees the lock at the
 //!   same moment as one read after it, the release's commit.
 //!
+//! # Tokens carry the timeline
+//!
+//! A promotion of an asynchronous standby may lose the tail of the old primary's WAL, and with it
+//! the last acquisitions: the counter goes back (17 to 1, once) and the next takers would get
+//! tokens the old timeline already issued, which a holder paused on the old timeline would pass
+//! the fence with. So a token is never below `((timeline - 1) << 32) + 1`, the timeline being the
+//! one PostgreSQL is writing WAL on: every promotion starts a timeline, and every token of timeline
+//! `t` (fewer than 2^32 acquisitions) lies below the first token of `t + 1`. On timeline 1 the
+//! floor is 1, which the counter starts at anyway: tokens stay 1, 2, 3...
+//!
 //! The Redis backend's statements live here too ([`TokenRecord`]): it holds its lease in Redis but
 //! publishes its fencing token to the same `task_lock` row, which the fence checks.
 
@@ -95,11 +105,19 @@ impl PgLock {
         let owner_token = OwnerToken::random();
         let granted = sqlx::query!(
             r#"
-            insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token)
-            select $1, asked.granted + $2, asked.granted, $3, $4
+            insert into task_lock (task_name, locked_until, locked_at, locked_by, owner_token, fencing_token)
+            -- the first token of this timeline: 1 on timeline 1, (timeline - 1) << 32 + 1 after
+            -- a promotion (see "Tokens carry the timeline" above)
+            select $1, asked.granted + $2, asked.granted, $3, $4, asked.timeline_floor + 1
             -- the row wait, set before the row to insert exists, so before any wait for the row;
             -- local to this statement's transaction
-            from (select clock_timestamp() as granted, set_config('lock_timeout', $5, true) as row_wait) as asked
+            from (select clock_timestamp() as granted, set_config('lock_timeout', $5, true) as row_wait,
+                         -- the WAL insertion timeline: the first 8 hex digits of the current WAL
+                         -- file's name (pg_control_checkpoint() lags until a checkpoint). A node
+                         -- in recovery has none: 0, and the insert fails as read-only (25006)
+                         case when pg_is_in_recovery() then 0
+                              else (('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint - 1) << 32
+                         end as timeline_floor) as asked
             -- only when this statement's snapshot, read without waiting for any lock, shows no
             -- live holder: with a live one it writes nothing at once, instead of queueing for the
             -- row behind the holder's fenced transaction
@@ -114,7 +132,9 @@ impl PgLock {
                     ),
                     locked_by = excluded.locked_by,
                     owner_token = excluded.owner_token,
-                    fencing_token = task_lock.fencing_token + 1
+                    -- one more than the last, and never below this timeline's first token,
+                    -- however far a promotion took the counter back
+                    fencing_token = greatest(task_lock.fencing_token + 1, excluded.fencing_token)
                 -- judged on the latest row version: only an expired lock is taken over
                 where task_lock.locked_until < clock_timestamp()
             returning fencing_token, locked_at, locked_until
@@ -262,15 +282,27 @@ impl TokenRecord {
         TokenRecord::new(self.pool, row_wait)
     }
 
-    /// The token last published for `task_name`, 0 when none was.
+    /// The floor the next Redis token is numbered above: the token last published for
+    /// `task_name`, and never below the last token a previous timeline could have issued
+    /// (`(timeline - 1) << 32`), so a promotion that lost the published row, together with a
+    /// Redis that lost its counter, still cannot hand a token out twice. 0 on timeline 1 with
+    /// nothing published.
     pub(super) async fn published_token(&self, task_name: &TaskName) -> Result<FencingToken, LockError> {
         let token = sqlx::query_scalar!(
-            "select fencing_token from task_lock where task_name = $1",
+            r#"
+            select greatest(
+                (select fencing_token from task_lock where task_name = $1),
+                -- a node in recovery has no WAL insertion timeline; its publish fails as read-only
+                case when pg_is_in_recovery() then 0
+                     else (('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint - 1) << 32
+                end
+            ) as "floor!"
+            "#,
             task_name.as_str()
         )
-        .fetch_optional(&self.pool)
+        .fetch_one(&self.pool)
         .await?;
-        Ok(FencingToken(token.unwrap_or(0)))
+        Ok(FencingToken(token))
     }
 
     /// Makes `lease.fencing_token` the task's current token, unless a newer one is there already:

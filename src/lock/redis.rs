@@ -50,7 +50,10 @@
 //! failover to a replica that lagged). Then a fresh token would not be newer than the published
 //! one and every publish would be refused until the counter caught up. So each acquisition passes
 //! the published token as a floor and the script numbers the acquisition above it: the published
-//! token, not Redis, is the lasting record.
+//! token, not Redis, is the lasting record. A PostgreSQL promotion may lose that record too (an
+//! asynchronous standby lacking the last publishes); the floor is then the new timeline's, as for
+//! the PostgreSQL backend (`(timeline - 1) << 32`, see [`super::postgres`]), so even a Redis that
+//! lost its counter at the same time numbers above every token of the old timeline.
 //!
 //! Renewals stay in Redis and do not push `task_lock.locked_until`: the lease then lives in one
 //! store only, and its survival does not depend on PostgreSQL answering. [`RedisLock::list`] reads live holders and expiries from Redis

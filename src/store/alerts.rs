@@ -203,7 +203,8 @@ pub async fn raise(
 /// date has a SUCCESS, TIMEOUT once its execution is no longer RUNNING. Never AUDIT: its date
 /// (the first day of the audited month) has a SUCCESS from the start, and only a clean re-audit
 /// says the differences are gone ([`resolve_active`]). Nor CLOCK_SKEW, which the replicas'
-/// clock measurements resolve ([`resolve_active`] again).
+/// clock measurements resolve ([`resolve_active`] again), nor DATABASE_FAILOVER, which
+/// `crate::failover` resolves once the dates it may have lost are settled again.
 ///
 /// Rows another replica is resolving right now are skipped (`skip locked`): it will announce
 /// them, and two replicas never wait on each other's rows in opposite orders.
@@ -224,6 +225,9 @@ pub async fn resolve_gone(executor: impl sqlx::PgExecutor<'_>, task_name: &TaskN
                   -- resolved when the clocks are back within the limit, never here: a SUCCESS
                   -- for its date says nothing about clocks
                   when 'CLOCK_SKEW' then false
+                  -- resolved when the dates the failover may have lost are settled again, which
+                  -- the evaluation judges with the start date (crate::failover)
+                  when 'DATABASE_FAILOVER' then false
                   else exists (
                       select 1 from task_execution e
                       where e.task_name = a.task_name and e.business_date = a.business_date

@@ -1,6 +1,7 @@
 //! Connecting, creating the database when missing, and running the migrations.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -10,6 +11,11 @@ use tracing::log::LevelFilter;
 use super::failure;
 use super::schema::Step;
 use super::session::{self, Schema};
+use crate::domain::failover::DatabaseIdentity;
+
+/// Told the database identity every new connection finds (`None` on a node in recovery): how a
+/// replica notices a promotion as soon as its pool reconnects (`crate::failover`).
+pub type ConnectObserver = Arc<dyn Fn(Option<DatabaseIdentity>) + Send + Sync>;
 
 /// The migrations under `migrations/`, embedded in the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -28,6 +34,17 @@ pub async fn connect(database_url: &str, max_connections: u32) -> anyhow::Result
 /// settings ([`session`]), creating the database first when it does not exist, and the schema.
 /// A database that is not UTF8 is refused before anything is created in it.
 pub async fn connect_in(database_url: &str, schema: &Schema, max_connections: u32) -> anyhow::Result<PgPool> {
+    connect_observed(database_url, schema, max_connections, None).await
+}
+
+/// [`connect_in`], telling `observer` the identity each new connection finds: one more round
+/// trip per connection opened, none per statement.
+pub async fn connect_observed(
+    database_url: &str,
+    schema: &Schema,
+    max_connections: u32,
+    observer: Option<ConnectObserver>,
+) -> anyhow::Result<PgPool> {
     let options = PgConnectOptions::from_str(database_url)?.log_slow_statements(LevelFilter::Warn, SLOW_STATEMENT);
     create_database_if_missing(&options).await?;
     let options = session::pinned(options, schema);
@@ -56,6 +73,20 @@ pub async fn connect_in(database_url: &str, schema: &Schema, max_connections: u3
                     return Ok(!failure::on_read_only_node(connection).await?);
                 }
                 Ok(true)
+            })
+        })
+        .after_connect(move |connection, _meta| {
+            let observer = observer.clone();
+            Box::pin(async move {
+                if let Some(observer) = observer {
+                    // A connection that cannot tell its identity still serves: the minute's check
+                    // reads it again.
+                    match super::database_identity::read(connection).await {
+                        Ok(identity) => observer(identity),
+                        Err(error) => tracing::debug!(%error, "could not read the database identity"),
+                    }
+                }
+                Ok(())
             })
         })
         .connect_with(options)

@@ -38,6 +38,7 @@ struct Instruments {
     last_success: Gauge<i64>,
     clock_skew: Gauge<f64>,
     alerts_active: Gauge<i64>,
+    synchronous_standby: Gauge<i64>,
     http_requests: Counter<u64>,
     http_duration: Histogram<f64>,
 }
@@ -101,6 +102,14 @@ impl Instruments {
                 .i64_gauge("finesettle.alerts.active")
                 .with_unit("{alert}")
                 .with_description("Alerts currently raised and not resolved, by kind")
+                .build(),
+            synchronous_standby: meter
+                .i64_gauge("finesettle.database.synchronous_standby")
+                .with_unit("{bool}")
+                .with_description(
+                    "1 when the primary waits for a synchronous standby, 0 when a failover can lose acknowledged \
+                     writes; attribute replication: synchronous, asynchronous or none",
+                )
                 .build(),
             http_requests: meter
                 .u64_counter("finesettle.http.server.requests")
@@ -189,9 +198,19 @@ pub fn clock_skew(seconds: f64) {
     with_instruments(|i| i.clock_skew.record(seconds, &[]));
 }
 
-/// `value` alerts of `kind` (`FAILED`, `TIMEOUT`, `MISSED`, `AUDIT`) are active now.
+/// `value` alerts of `kind` (`FAILED`, `TIMEOUT`, `MISSED`, `AUDIT`, `CLOCK_SKEW`,
+/// `DATABASE_FAILOVER`) are active now.
 pub fn alerts_active(kind: &str, value: i64) {
     with_instruments(|i| i.alerts_active.record(value, &[KeyValue::new("kind", kind.to_owned())]));
+}
+
+/// The primary's replication as last read (`synchronous`, `asynchronous`, `none`): 1 when it is
+/// synchronous, 0 when writes it acknowledges can be lost by a failover.
+pub fn replication(mode: &'static str) {
+    with_instruments(|i| {
+        i.synchronous_standby
+            .record(i64::from(mode == "synchronous"), &[KeyValue::new("replication", mode)])
+    });
 }
 
 /// One HTTP request answered. `route` is the matched route template (`/api/v1/members/{id}`), or

@@ -21,6 +21,7 @@ mod api;
 mod containers;
 mod dashboard;
 mod database;
+mod failover;
 mod ha;
 mod layering;
 mod lock;

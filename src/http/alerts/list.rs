@@ -53,7 +53,7 @@ pub struct StateParams {
     pub cursor: Option<String>,
 }
 
-/// Alerts, newest first: `FAILED`, `TIMEOUT`, `MISSED`, `AUDIT` and `CLOCK_SKEW`, one per kind, task and business date.
+/// Alerts, newest first: `FAILED`, `TIMEOUT`, `MISSED`, `AUDIT`, `CLOCK_SKEW` and `DATABASE_FAILOVER`, one per kind, task and business date.
 #[utoipa::path(
     get, path = "", tag = "alerts",
     params(StateParams),

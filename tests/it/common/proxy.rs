@@ -18,6 +18,8 @@ pub struct DbProxy {
 }
 
 struct State {
+    /// Where new connections go: [`DbProxy::switch_to`] moves it (a failover behind a proxy).
+    upstream: Mutex<SocketAddr>,
     /// While false, new connections are accepted and dropped at once.
     open: AtomicBool,
     /// Cancelled by [`DbProxy::cut`]: ends every connection made before it.
@@ -32,10 +34,11 @@ impl DbProxy {
         let addr = listener.local_addr().unwrap();
         let listener = TcpListener::from_std(listener).expect("a tokio listener");
         let state = Arc::new(State {
+            upstream: Mutex::new(upstream),
             open: AtomicBool::new(true),
             connections: Mutex::new(CancellationToken::new()),
         });
-        let accept = tokio::spawn(accept_loop(listener, upstream, Arc::clone(&state)));
+        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&state)));
         DbProxy { addr, state, accept }
     }
 
@@ -68,6 +71,14 @@ impl DbProxy {
     pub fn restore(&self) {
         self.state.open.store(true, Ordering::SeqCst);
     }
+
+    /// What an HA proxy does on a failover: drops every connection and sends new ones to
+    /// `upstream` (the promoted node).
+    pub fn switch_to(&self, upstream: SocketAddr) {
+        *self.state.upstream.lock().unwrap() = upstream;
+        self.cut();
+        self.restore();
+    }
 }
 
 impl Drop for DbProxy {
@@ -84,7 +95,7 @@ fn authority(url: &str) -> String {
     rest.rsplit_once('@').map_or(rest, |(_, host)| host).to_owned()
 }
 
-async fn accept_loop(listener: TcpListener, upstream: SocketAddr, state: Arc<State>) {
+async fn accept_loop(listener: TcpListener, state: Arc<State>) {
     loop {
         let Ok((client, _)) = listener.accept().await else {
             continue;
@@ -92,10 +103,14 @@ async fn accept_loop(listener: TcpListener, upstream: SocketAddr, state: Arc<Sta
         // Under the lock [`DbProxy::cut`] takes: a connection is either refused or cut with the rest.
         let cut = {
             let connections = state.connections.lock().unwrap();
-            state.open.load(Ordering::SeqCst).then(|| connections.clone())
+            let upstream = *state.upstream.lock().unwrap();
+            state
+                .open
+                .load(Ordering::SeqCst)
+                .then(|| (connections.clone(), upstream))
         };
         match cut {
-            Some(cut) => drop(tokio::spawn(forward(client, upstream, cut))),
+            Some((cut, upstream)) => drop(tokio::spawn(forward(client, upstream, cut))),
             None => drop(client),
         }
     }
