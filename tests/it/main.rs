@@ -22,6 +22,7 @@ mod containers;
 mod dashboard;
 mod database;
 mod failover;
+mod ha;
 mod layering;
 mod lock;
 mod reminders;

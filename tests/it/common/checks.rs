@@ -94,6 +94,11 @@ pub struct Execution {
 
 /// Every execution, oldest first.
 pub async fn executions(pool: &PgPool) -> Vec<Execution> {
+    try_executions(pool).await.unwrap()
+}
+
+/// [`executions`], or the error: for a test that reads while the database fails over.
+pub async fn try_executions(pool: &PgPool) -> Result<Vec<Execution>, sqlx::Error> {
     sqlx::query_as(
         "select id, business_date, trigger, instance_id, fencing_token, status, error \
          from task_execution where task_name = $1 order by id",
@@ -101,7 +106,6 @@ pub async fn executions(pool: &PgPool) -> Vec<Execution> {
     .bind(TASK)
     .fetch_all(pool)
     .await
-    .unwrap()
 }
 
 /// An attempt as these tests read it.

@@ -8,6 +8,8 @@
 pub mod containers;
 pub mod database;
 pub mod fixtures;
+/// A Patroni + etcd + HAProxy cluster of three PostgreSQL nodes, for the `ha` tests.
+pub mod ha;
 pub mod images;
 pub mod proxy;
 pub mod redis;

@@ -206,9 +206,21 @@ async fn a_takeover_during_a_long_date_waits_for_it_and_then_fences_the_old_hold
     assert!(report_b.completed(), "{report_b:?}");
     assert_eq!(report_b.succeeded(), dates.len() - 1, "{report_b:?}");
 
+    // a's second date may have started before b's takeover got the row: a woken takeover and
+    // the holder's next `for key share` race for it, and a busy machine lets the holder win.
+    // Its RUNNING record then stays with token 1 (the next holder to win through a fire closes
+    // it as abandoned), and its date's transaction was fenced all the same: nothing of it
+    // committed.
     let all = executions(&pool).await;
-    assert!(all.iter().all(|e| e.status == "SUCCESS"), "{all:#?}");
-    for e in &all {
+    let (succeeded, other): (Vec<_>, Vec<_>) = all.iter().partition(|e| e.status == "SUCCESS");
+    assert!(
+        other
+            .iter()
+            .all(|e| (e.business_date, e.fencing_token, e.status.as_str())
+                == (dates[1], lease_a.fencing_token.0, "RUNNING")),
+        "{all:#?}"
+    );
+    for e in succeeded {
         let by = if e.business_date == dates[0] {
             ("replica-a", lease_a.fencing_token.0)
         } else {
