@@ -14,4 +14,5 @@ mod walk;
 
 mod cluster;
 mod killed_primary;
+mod lost_writes;
 mod switchover;

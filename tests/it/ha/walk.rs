@@ -49,8 +49,13 @@ impl Walk {
     /// A synchronous cluster, its database migrated and seeded with loans busiest in the weeks
     /// before today, dates made slow; then the three replicas, each up once it logs `serving`.
     pub async fn start(seed_number: u64) -> Walk {
+        Self::start_on(Replication::Synchronous, seed_number).await
+    }
+
+    /// [`Walk::start`] on a cluster replicating as `replication`.
+    pub async fn start_on(replication: Replication, seed_number: u64) -> Walk {
         finesettle::telemetry::init();
-        let cluster = HaCluster::start(Replication::Synchronous).await;
+        let cluster = HaCluster::start(replication).await;
         let url = cluster.url(DATABASE);
         let setup = finesettle::store::database::connect(&url, 2)
             .await
@@ -124,6 +129,86 @@ impl Walk {
     /// equal to the oracle's, every acknowledged payment exactly once, no answer but 201 and
     /// 503 `unavailable`.
     pub async fn finish(mut self, what: &str, fault: Fault, payments: Payments) {
+        let after = self.recover(what, fault, payments).await;
+        assert_settled_exactly_once(&after.pool, &self.loans, &days(self.start, after.settled_through)).await;
+        assert_every_acknowledged_payment_once(&after.pool, &after.record).await;
+        assert_only_unavailable(&after.record);
+    }
+
+    /// After a promotion that lost what the old primary had acknowledged (asynchronous
+    /// replication): the walk settles the lost dates again, every date once with fines equal to
+    /// the oracle's, nothing but 201 and 503 `unavailable` was answered; one `DATABASE_FAILOVER`
+    /// alert says so, and every fencing token granted on the new timeline is above every token
+    /// of the old one, `before` included. Acknowledged payments may be gone: counted, not checked.
+    pub async fn finish_after_lost_writes(mut self, fault: Fault, payments: Payments, before: i64) {
+        let after = self.recover("lost writes", fault, payments).await;
+        assert_settled_exactly_once(&after.pool, &self.loans, &days(self.start, after.settled_through)).await;
+        assert_only_unavailable(&after.record);
+        let posted: Vec<i64> = sqlx::query_scalar("select id from ledger_entry where kind = 'PAYMENT'")
+            .fetch_all(&after.pool)
+            .await
+            .unwrap();
+        let lost = after
+            .record
+            .sent
+            .iter()
+            .filter(|s| s.acknowledged.is_some_and(|id| !posted.contains(&id)))
+            .count();
+        let alerts: Vec<String> =
+            sqlx::query_scalar("select coalesce(detail, '') from alert where kind = 'DATABASE_FAILOVER'")
+                .fetch_all(&after.pool)
+                .await
+                .unwrap();
+        println!("ha lost writes: {lost} acknowledged payments lost; the alert: {alerts:?}");
+        assert_eq!(
+            alerts.len(),
+            1,
+            "one DATABASE_FAILOVER alert across the replicas: {alerts:?}"
+        );
+        let since: Vec<i64> = sqlx::query_scalar(
+            "select fencing_token from task_execution where started_at > (select raised_at from alert \
+             where kind = 'DATABASE_FAILOVER') union select fencing_token from task_lock",
+        )
+        .fetch_all(&after.pool)
+        .await
+        .unwrap();
+        assert!(
+            since.iter().all(|token| *token > before),
+            "tokens granted after the promotion {since:?} must all be above {before}, the last of the old timeline"
+        );
+    }
+
+    /// The highest fencing token the primary has granted so far.
+    pub async fn highest_token(&self) -> i64 {
+        poll_until("the primary's lock row", AFTER_FAULT_WITHIN, async || {
+            sqlx::query_scalar("select max(fencing_token) from task_lock")
+                .fetch_one(&self.pool)
+                .await
+                .ok()
+                .flatten()
+        })
+        .await
+    }
+
+    /// Waits until a date commits SUCCESS after `successes` had: a write the standbys may lack.
+    pub async fn wait_another_success(&mut self, successes: usize) {
+        poll_until("another date settled", CATCH_UP_WITHIN, async || {
+            self.assert_replicas_running();
+            let all = try_executions(&self.pool).await.ok()?;
+            (all.iter().filter(|e| e.status == "SUCCESS").count() > successes).then_some(())
+        })
+        .await;
+    }
+
+    /// Dates settled so far.
+    pub async fn successes(&self) -> usize {
+        let all = try_executions(&self.pool).await.unwrap_or_default();
+        all.iter().filter(|e| e.status == "SUCCESS").count()
+    }
+
+    /// The walk catches up after `fault`, writes succeed again, every replica is ready again by
+    /// itself; prints the figures.
+    async fn recover(&mut self, what: &str, fault: Fault, payments: Payments) -> Recovered {
         let leader = self.cluster.wait_new_leader(&fault.old_leader).await;
         let settled_through = self.wait_caught_up().await;
         let outage = poll_until("the probe to see the primary back", AFTER_FAULT_WITHIN, async || {
@@ -163,10 +248,11 @@ impl Walk {
             record.sent.len(),
             fault.old_leader,
         );
-
-        assert_settled_exactly_once(&pool, &self.loans, &days(self.start, settled_through)).await;
-        assert_every_acknowledged_payment_once(&pool, &record).await;
-        assert_only_unavailable(&record);
+        Recovered {
+            pool,
+            record,
+            settled_through,
+        }
     }
 
     /// Waits until every date through yesterday is settled and nothing is RUNNING; answers the
@@ -211,6 +297,14 @@ impl Walk {
             replica.assert_running();
         }
     }
+}
+
+/// What the end checks read, once the walk caught up after the fault.
+struct Recovered {
+    /// On the new primary.
+    pool: PgPool,
+    record: Record,
+    settled_through: NaiveDate,
 }
 
 /// A pool for the test's reads during the failover: each connection is checked before use, so
