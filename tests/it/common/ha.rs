@@ -70,7 +70,7 @@ pub struct HaCluster {
     proxy: u16,
     stats: PathBuf,
     http: reqwest::Client,
-    /// Process groups stopped by [`HaCluster::hold_wal`], to continue.
+    /// Walsenders stopped by [`HaCluster::hold_wal`], to continue or kill.
     held: Mutex<Vec<u32>>,
     reaper: Child,
 }
@@ -235,35 +235,43 @@ impl HaCluster {
 
     /// SIGKILL of the leader's postmaster: its backends end when they notice, and Patroni, with
     /// `primary_start_timeout: 0`, fails over to a standby instead of restarting it in place.
+    /// Walsenders held by [`HaCluster::hold_wal`] are killed with it: what they never sent is lost.
     pub async fn kill_primary(&self) -> Fault {
         let old_leader = self.leader().await;
         let data = self.node(&old_leader).data_dir();
         let pid = os::postmaster_pid(&data).unwrap_or_else(|| panic!("{old_leader}'s postmaster is not running"));
         let at = Instant::now();
         os::signal_process("KILL", pid);
+        for held in self.held.lock().unwrap().drain(..) {
+            os::signal_process("KILL", held);
+        }
         Fault { at, old_leader }
     }
 
-    /// Stops (SIGSTOP) every process of the standbys' PostgreSQL, their walreceivers among
-    /// them: they receive no WAL, and the primary's commits reach only its own disk. In
-    /// synchronous mode commits then wait. The postmaster first, so that it starts no new child.
+    /// Stops (SIGSTOP) the primary's walsenders: the standbys receive no more WAL, and the
+    /// primary's commits reach only its own disk (in synchronous mode they wait). The senders
+    /// are stopped, not the receivers: a stopped receiver's kernel still takes in what was sent,
+    /// up to its socket buffers, and hands it over when it goes on.
     pub async fn hold_wal(&self) {
         let leader = self.leader().await;
+        let postmaster =
+            os::postmaster_pid(&self.node(&leader).data_dir()).unwrap_or_else(|| panic!("{leader} is not running"));
+        // A standby that has just started may not stream yet: one walsender per standby.
+        let senders = poll_until("a walsender for each standby", START_WITHIN, async || {
+            let senders = os::walsenders(postmaster);
+            (senders.len() == NODES.len() - 1).then_some(senders)
+        })
+        .await;
         let mut held = self.held.lock().unwrap();
-        for node in self.nodes.iter().filter(|n| n.name != leader) {
-            let postmaster =
-                os::postmaster_pid(&node.data_dir()).unwrap_or_else(|| panic!("{} is not running", node.name));
-            os::signal_process("STOP", postmaster);
-            for pid in os::postgres_processes(postmaster) {
-                os::signal_process("STOP", pid);
-                held.push(pid);
-            }
+        for pid in senders {
+            os::signal_process("STOP", pid);
+            held.push(pid);
         }
     }
 
-    /// Lets the standbys held by [`HaCluster::hold_wal`] go on (SIGCONT).
+    /// Lets the walsenders held by [`HaCluster::hold_wal`] go on (SIGCONT).
     pub fn release_wal(&self) {
-        for pid in self.held.lock().unwrap().drain(..).rev() {
+        for pid in self.held.lock().unwrap().drain(..) {
             os::signal_process("CONT", pid);
         }
     }

@@ -160,6 +160,10 @@ impl Walk {
                 .await
                 .unwrap();
         println!("ha lost writes: {lost} acknowledged payments lost; the alert: {alerts:?}");
+        assert!(
+            lost > 0,
+            "the promotion was to lose acknowledged writes: the standbys had them all"
+        );
         assert_eq!(
             alerts.len(),
             1,
@@ -176,6 +180,8 @@ impl Walk {
             since.iter().all(|token| *token > before),
             "tokens granted after the promotion {since:?} must all be above {before}, the last of the old timeline"
         );
+        // On timeline 2 every token is above 2^32, whatever the promoted counter went back to.
+        assert!(since.iter().all(|token| *token > 1 << 32), "{since:?}");
     }
 
     /// The highest fencing token the primary has granted so far.

@@ -80,6 +80,17 @@ pub fn postgres_processes(postmaster: u32) -> Vec<u32> {
     pids
 }
 
+/// The walsenders among the children of `postmaster` (their command line names them).
+pub fn walsenders(postmaster: u32) -> Vec<u32> {
+    postgres_processes(postmaster)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|line| String::from_utf8_lossy(&line).contains("walsender"))
+        })
+        .collect()
+}
+
 /// The parent of `pid` (field 4 of `/proc/<pid>/stat`).
 fn parent(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
