@@ -38,18 +38,7 @@ impl Protocol {
     /// failed: it writes the date's FAILED record, which ends only a record still RUNNING (so
     /// a SUCCESS it never heard of stays), and ends the run. The next fire plans from the records.
     pub(crate) fn commit_unheard(&self, w: &mut World, r: usize) -> Option<Outcome> {
-        let Job::Working {
-            lease,
-            current: Some(date),
-            ..
-        } = Self::running(w, r)?.job
-        else {
-            return None;
-        };
-        if !self.faults_allowed(w) {
-            return None;
-        }
-        w.faults_left -= 1;
+        let (lease, date) = self.fault_in_date(w, r)?;
         let committed = self.commit_in_store(w, lease.token, date) == Outcome::Recorded { date };
         let failed_written = w.store.token == lease.token;
         if committed && failed_written && self.has(Bug::FailedOverwritesSuccess) {

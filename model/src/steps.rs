@@ -259,6 +259,14 @@ impl Protocol {
     /// A fault: the database refuses the date's transaction. The date rolls back, is recorded
     /// FAILED, and the run ends (CONTRACT §2.6).
     pub(crate) fn refuse(&self, w: &mut World, r: usize) -> Option<Outcome> {
+        let (lease, date) = self.fault_in_date(w, r)?;
+        w.replicas[r].job = Job::Releasing { token: lease.token };
+        Some(Outcome::Refused { date })
+    }
+
+    /// The lease and date of replica `r` inside a date's transaction, when a fault may still
+    /// strike it there; spends that fault of the budget.
+    pub(crate) fn fault_in_date(&self, w: &mut World, r: usize) -> Option<(Held, u8)> {
         let Job::Working {
             lease,
             current: Some(date),
@@ -271,8 +279,7 @@ impl Protocol {
             return None;
         }
         w.faults_left -= 1;
-        w.replicas[r].job = Job::Releasing { token: lease.token };
-        Some(Outcome::Refused { date })
+        Some((lease, date))
     }
 
     /// A fault: the lock store loses a live lease; the lock is free from now on.

@@ -170,3 +170,14 @@ pub async fn poll_until<T>(what: &str, within: Duration, mut probe: impl AsyncFn
         tokio::time::sleep(POLL).await;
     }
 }
+
+/// The last date settled, once every date through `yesterday` is and nothing is RUNNING: a walk
+/// caught up.
+pub fn caught_up_through(all: &[Execution], yesterday: NaiveDate) -> Option<NaiveDate> {
+    let last = all
+        .iter()
+        .filter(|e| e.status == "SUCCESS")
+        .map(|e| e.business_date)
+        .max()?;
+    (last >= yesterday && all.iter().all(|e| e.status != "RUNNING")).then_some(last)
+}

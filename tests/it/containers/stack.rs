@@ -14,7 +14,7 @@ use testcontainers::{ContainerAsync, GenericImage, ImageExt};
 use testcontainers_modules::postgres::Postgres;
 
 use crate::common::checks::{
-    Attempt, Execution, assert_settled_exactly_once, attempts, executions, poll_until, written_with,
+    Attempt, Execution, assert_settled_exactly_once, attempts, caught_up_through, executions, poll_until, written_with,
 };
 use crate::common::containers::{self, Network, docker};
 use crate::common::data::days;
@@ -155,15 +155,7 @@ impl Stack {
         let settled_through = poll_until(
             "every date through yesterday settled, and nothing RUNNING",
             Duration::from_secs(180),
-            async || {
-                let all = executions(&self.pool).await;
-                let last = all
-                    .iter()
-                    .filter(|e| e.status == "SUCCESS")
-                    .map(|e| e.business_date)
-                    .max()?;
-                (last >= self.yesterday && all.iter().all(|e| e.status != "RUNNING")).then_some(last)
-            },
+            async || caught_up_through(&executions(&self.pool).await, self.yesterday),
         )
         .await;
         assert_settled_exactly_once(&self.pool, &self.loans, &days(self.start, settled_through)).await;

@@ -9,7 +9,7 @@ use chrono_tz::Asia::Shanghai;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
-use crate::common::checks::{assert_settled_exactly_once, poll_until, try_executions};
+use crate::common::checks::{assert_settled_exactly_once, caught_up_through, poll_until, try_executions};
 use crate::common::data::days;
 use crate::common::ha::{Fault, HaCluster, PrimaryWatch, Replication};
 use crate::common::process::{Finesettle, Replica};
@@ -270,12 +270,7 @@ impl Walk {
             async || {
                 self.assert_replicas_running();
                 let all = try_executions(&self.pool).await.ok()?;
-                let last = all
-                    .iter()
-                    .filter(|e| e.status == "SUCCESS")
-                    .map(|e| e.business_date)
-                    .max()?;
-                (last >= self.yesterday && all.iter().all(|e| e.status != "RUNNING")).then_some(last)
+                caught_up_through(&all, self.yesterday)
             },
         )
         .await
