@@ -40,7 +40,7 @@ pub(super) async fn describe(state: &AppState, job: &SettleJob) -> Result<Job, A
         .collect();
     let last_execution = store::executions::latest(pool, job.task_name()).await?;
     let last_success_date = store::executions::last_success(pool, job.task_name()).await?;
-    let locks = job.lock().list().await.map_err(|e| ApiError::Internal(e.into()))?;
+    let locks = job.lock().list().await?;
     let lock = locks.into_iter().find(|l| &l.task_name == job.task_name());
     let settings = &state.settings.job;
     Ok(Job {

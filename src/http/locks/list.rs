@@ -14,11 +14,6 @@ use crate::state::AppState;
     ),
 )]
 pub async fn list_locks(State(state): State<AppState>) -> Result<Json<Page<Lock>>, ApiError> {
-    let locks = state
-        .job
-        .lock()
-        .list()
-        .await
-        .map_err(|e| ApiError::Internal(e.into()))?;
+    let locks = state.job.lock().list().await?;
     Ok(Json(Page::whole(locks)))
 }

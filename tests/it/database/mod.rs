@@ -6,6 +6,7 @@ mod defaults;
 mod encoding;
 mod errors;
 mod read_only;
+mod unreachable;
 
 use sqlx::{Connection, PgConnection};
 
