@@ -108,13 +108,24 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Database(error) => match DbFailure::of(error) {
-                DbFailure::Unavailable | DbFailure::Retryable => StatusCode::SERVICE_UNAVAILABLE,
-                DbFailure::Check => StatusCode::UNPROCESSABLE_ENTITY,
-                DbFailure::Other => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Database(_) | ApiError::Internal(_) => match self.database_failure() {
+                Some((_, DbFailure::Unavailable | DbFailure::Retryable)) => StatusCode::SERVICE_UNAVAILABLE,
+                Some((_, DbFailure::Check)) => StatusCode::UNPROCESSABLE_ENTITY,
+                Some((_, DbFailure::Other)) | None => StatusCode::INTERNAL_SERVER_ERROR,
             },
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
+    }
+
+    /// The database error behind this one and its class: a store call's, or one a feature
+    /// wrapped in its own error on the way (the audit's alert write, say), so that an
+    /// unavailable database is a 503 however it travelled.
+    fn database_failure(&self) -> Option<(&sqlx::Error, DbFailure)> {
+        let error = match self {
+            ApiError::Database(error) => Some(error),
+            ApiError::Internal(error) => error.chain().find_map(|cause| cause.downcast_ref::<sqlx::Error>()),
+            _ => None,
+        }?;
+        Some((error, DbFailure::of(error)))
     }
 
     fn code(&self) -> &'static str {
@@ -128,34 +139,31 @@ impl ApiError {
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::Unavailable(_) => "unavailable",
-            ApiError::Database(_) => match self.status() {
+            ApiError::Database(_) | ApiError::Internal(_) => match self.status() {
                 StatusCode::SERVICE_UNAVAILABLE => "unavailable",
                 StatusCode::UNPROCESSABLE_ENTITY => "invalid_fields",
                 _ => "internal_error",
             },
-            ApiError::Internal(_) => "internal_error",
         }
     }
 
     pub fn problem(&self) -> Problem {
         let status = self.status();
-        let errors = match self {
-            ApiError::Invalid(errors) => errors.clone(),
-            ApiError::Database(error) if status == StatusCode::UNPROCESSABLE_ENTITY => vec![checked_field(error)],
+        let failure = self.database_failure();
+        let errors = match (self, failure) {
+            (ApiError::Invalid(errors), _) => errors.clone(),
+            (_, Some((error, DbFailure::Check))) => vec![checked_field(error)],
             _ => Vec::new(),
         };
-        let detail = match self {
-            // Never echo a database error: it may name tables, hosts or values.
-            ApiError::Database(error) => match DbFailure::of(error) {
-                DbFailure::Unavailable => "the database is unavailable; retry shortly".to_owned(),
-                DbFailure::Retryable => {
-                    "the database kept refusing the change for conflicting ones; retry shortly".to_owned()
-                }
-                DbFailure::Check => ApiError::Invalid(errors.clone()).to_string(),
-                DbFailure::Other => internal_detail(),
-            },
-            ApiError::Internal(_) => internal_detail(),
-            other => other.to_string(),
+        let detail = match (self, failure) {
+            // Never echo a database or internal error: it may name tables, hosts or values.
+            (_, Some((_, DbFailure::Unavailable))) => "the database is unavailable; retry shortly".to_owned(),
+            (_, Some((_, DbFailure::Retryable))) => {
+                "the database kept refusing the change for conflicting ones; retry shortly".to_owned()
+            }
+            (_, Some((_, DbFailure::Check))) => ApiError::Invalid(errors.clone()).to_string(),
+            (ApiError::Database(_) | ApiError::Internal(_), _) => internal_detail(),
+            (other, _) => other.to_string(),
         };
         Problem {
             type_: "about:blank",
@@ -251,5 +259,22 @@ impl<T, E: Into<ApiError>> ResultExt<T> for Result<T, E> {
             ApiError::Database(sqlx::Error::Database(db)) if db.constraint() == Some(name) => map(),
             other => other,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_error_wrapped_on_its_way_is_answered_by_its_class() {
+        let wrapped = ApiError::Internal(anyhow::Error::from(sqlx::Error::PoolTimedOut).context("raising the alert"));
+        let problem = wrapped.problem();
+        assert_eq!((problem.status, problem.code.as_str()), (503, "unavailable"));
+        let bug = ApiError::Internal(anyhow::anyhow!("a stored value this code does not know"));
+        assert_eq!(
+            (bug.problem().status, bug.problem().code),
+            (500, "internal_error".to_owned())
+        );
     }
 }
